@@ -1,0 +1,12 @@
+// squeeze/core.hpp: the host-compilable part of core:: (config, errors, bit utilities,
+// buffers, timing, device query). Device-only helpers are in core/arch.cuh.
+#pragma once
+
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/core/status.hpp"
+#include "squeeze/core/timer.hpp"

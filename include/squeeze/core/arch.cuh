@@ -1,0 +1,68 @@
+// squeeze/core/arch.cuh: the thin layer of raw PTX and intrinsics everything above uses.
+//
+// Nothing above this file writes inline assembly. Each wrapper is per-thread.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "squeeze/core/config.hpp"
+
+namespace squeeze::core::arch {
+
+/// This thread's lane in its warp (the hardware lane id, valid for any block shape).
+SQUEEZE_DEVICE unsigned lane_id() {
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+/// 16-byte load cached in L2 only: streaming reads of mapped host memory or of data
+/// read once, which would only evict useful lines from L1.
+SQUEEZE_DEVICE uint4 load_global_cg(const uint4* p) { return __ldcg(p); }
+
+/// Shared-memory address of a generic pointer into shared memory.
+SQUEEZE_DEVICE std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// Asynchronous 16-byte copy global -> shared, L2 only (cp.async.cg). Both addresses
+/// 16-byte aligned. Falls back to a synchronous copy before sm_80.
+SQUEEZE_DEVICE void cp_async_16(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(smem)),
+               "l"(gmem)
+               : "memory");
+#else
+  *static_cast<uint4*>(smem) = __ldcg(static_cast<const uint4*>(gmem));
+#endif
+}
+
+/// Closes the group of cp.async copies this thread issued since the last commit.
+SQUEEZE_DEVICE void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most `Pending` of this thread's committed groups are still in flight.
+template <int Pending>
+SQUEEZE_DEVICE void cp_async_wait() {
+  static_assert(Pending >= 0 && Pending <= 7, "cp.async.wait_group takes 0..7");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+/// __shfl_up_sync / __shfl_sync of a 16-byte vector.
+SQUEEZE_DEVICE uint4 shfl_up(uint4 v, unsigned delta, unsigned mask = full_warp_mask) {
+  return uint4{__shfl_up_sync(mask, v.x, delta), __shfl_up_sync(mask, v.y, delta),
+               __shfl_up_sync(mask, v.z, delta), __shfl_up_sync(mask, v.w, delta)};
+}
+SQUEEZE_DEVICE uint4 shfl(uint4 v, int src_lane, unsigned mask = full_warp_mask) {
+  return uint4{__shfl_sync(mask, v.x, src_lane), __shfl_sync(mask, v.y, src_lane),
+               __shfl_sync(mask, v.z, src_lane), __shfl_sync(mask, v.w, src_lane)};
+}
+
+}  // namespace squeeze::core::arch

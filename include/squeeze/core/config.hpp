@@ -1,0 +1,57 @@
+// squeeze/core/config.hpp: configuration macros shared by every header.
+//
+// Host-compilable: with g++ alone the device qualifiers vanish, so code written
+// with SQUEEZE_HOST_DEVICE is unit-tested on the host and runs unchanged on the GPU.
+#pragma once
+
+#define SQUEEZE_VERSION_MAJOR 0
+#define SQUEEZE_VERSION_MINOR 1
+#define SQUEEZE_VERSION_PATCH 0
+
+#if defined(__CUDACC__) || defined(__NVCC__)
+#define SQUEEZE_CUDA_COMPILER 1
+#else
+#define SQUEEZE_CUDA_COMPILER 0
+#endif
+
+// True while compiling device code (the __CUDA_ARCH__ pass of nvcc).
+#if defined(__CUDA_ARCH__)
+#define SQUEEZE_DEVICE_PASS 1
+#else
+#define SQUEEZE_DEVICE_PASS 0
+#endif
+
+#if SQUEEZE_CUDA_COMPILER
+#define SQUEEZE_HOST_DEVICE __host__ __device__ inline
+#define SQUEEZE_DEVICE __device__ inline
+#define SQUEEZE_FORCEINLINE __forceinline__
+#else
+#define SQUEEZE_HOST_DEVICE inline
+#define SQUEEZE_DEVICE inline
+#define SQUEEZE_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SQUEEZE_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define SQUEEZE_HIDDEN
+#endif
+
+// Declares a kernel: hidden visibility (a header-only library instantiates the same
+// template kernel in many shared objects; hidden symbols keep each its own copy, as
+// CUB does) and launch bounds, so the register budget is fixed where the kernel is.
+//   template <class Policy>
+//   SQUEEZE_KERNEL(Policy::block_threads) void my_kernel(args...);
+#define SQUEEZE_KERNEL(max_threads) __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads)
+#define SQUEEZE_KERNEL_MIN_BLOCKS(max_threads, min_blocks)                                       \
+  __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads, min_blocks)
+
+#define SQUEEZE_STRINGIFY_IMPL(x) #x
+#define SQUEEZE_STRINGIFY(x) SQUEEZE_STRINGIFY_IMPL(x)
+
+namespace squeeze {
+/// Threads in a warp on every NVIDIA GPU squeeze supports.
+inline constexpr int warp_threads = 32;
+/// The full warp participation mask.
+inline constexpr unsigned full_warp_mask = 0xffffffffu;
+}  // namespace squeeze

@@ -1,0 +1,106 @@
+// squeeze/core/timer.hpp: stream-ordered timing of GPU regions with CUDA events.
+//
+//   core::event_timer t{stream};
+//   t.start();  launch(stream);  t.stop();
+//   float ms = t.elapsed_ms();                  // waits for the stop event only
+//
+//   auto s = core::time_region(stream, {.warmup = 3, .repeats = 20}, [&] { launch(stream); });
+//   s.median_ms ...
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "squeeze/core/cuda_error.hpp"
+
+namespace squeeze::core {
+
+/// An owned CUDA event (timing enabled).
+class event {
+ public:
+  event() { SQUEEZE_CUDA_TRY(cudaEventCreate(&handle_)); }
+  event(event&& other) noexcept : handle_{std::exchange(other.handle_, nullptr)} {}
+  event& operator=(event&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  ~event() {
+    if (handle_ != nullptr) static_cast<void>(cudaEventDestroy(handle_));
+  }
+  [[nodiscard]] cudaEvent_t get() const noexcept { return handle_; }
+  void record(cudaStream_t stream) { SQUEEZE_CUDA_TRY(cudaEventRecord(handle_, stream)); }
+  void synchronize() const { SQUEEZE_CUDA_TRY(cudaEventSynchronize(handle_)); }
+
+ private:
+  cudaEvent_t handle_{nullptr};
+};
+
+/// Times one region of work on one stream: the device time between start() and stop().
+class event_timer {
+ public:
+  explicit event_timer(cudaStream_t stream = nullptr) : stream_{stream} {}
+  void start() { start_.record(stream_); }
+  void stop() { stop_.record(stream_); }
+  /// Milliseconds between the two events; blocks until the stop event has completed.
+  [[nodiscard]] float elapsed_ms() const {
+    stop_.synchronize();
+    float ms = 0.0f;
+    SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+    return ms;
+  }
+
+ private:
+  cudaStream_t stream_;
+  event start_;
+  event stop_;
+};
+
+struct timing_options {
+  int warmup = 3;    ///< untimed runs first (module load, caches, clocks)
+  int repeats = 20;  ///< timed runs; each is timed alone with its own pair of events
+};
+
+struct timing_summary {
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+  double max_ms = 0.0;
+  int samples = 0;
+};
+
+/// Summarizes samples (milliseconds); the median of an even count is the mean of the two
+/// middle samples.
+inline timing_summary summarize(std::vector<double> samples) {
+  timing_summary s;
+  if (samples.empty()) return s;
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  s.samples = static_cast<int>(n);
+  s.min_ms = samples.front();
+  s.max_ms = samples.back();
+  s.median_ms = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+/// Runs `work()` (which enqueues on `stream`) warmup + repeats times and returns the
+/// summary of the timed runs.
+template <class Work>
+timing_summary time_region(cudaStream_t stream, timing_options options, Work&& work) {
+  for (int i = 0; i < options.warmup; ++i) work();
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(options.repeats));
+  event_timer timer{stream};
+  for (int i = 0; i < options.repeats; ++i) {
+    timer.start();
+    work();
+    timer.stop();
+    samples.push_back(timer.elapsed_ms());
+  }
+  return summarize(std::move(samples));
+}
+
+}  // namespace squeeze::core

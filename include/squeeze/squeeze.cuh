@@ -1,0 +1,6 @@
+// squeeze/squeeze.cuh: everything. Include the family headers instead to compile less.
+#pragma once
+
+#include "squeeze/core.hpp"
+#include "squeeze/core/arch.cuh"
+#include "squeeze/xfer.cuh"

@@ -1,0 +1,121 @@
+// squeeze/xfer/async.cuh: asynchronous copies into shared memory, so a warp can decode
+// one piece while the next is still on its way.
+//
+// The loads are cp.async (16-byte, L2-only) of the source's 16-byte granules, placed in
+// shared memory at the same offsets modulo 16: a range starting at src lands at
+//   smem + window.offset   with window.offset = src mod 16,
+// so the caller's shared buffer (16-byte aligned) needs window_bytes(n) bytes. No
+// realignment happens on the way: the consumer reads from smem + offset.
+//
+//   __shared__ alignas(16) std::byte stage[2][xfer::window_bytes(512)];
+//   auto w = xfer::warp_load_bounded_async(stage[0], src, 128, total);   // issue
+//   xfer::async_commit();
+//   ... issue the next stage, commit ...
+//   xfer::warp_async_wait<1>();        // all but the newest group landed, warp-visible
+//   decode(stage[0] + w.offset, w.bytes);
+//
+// Or with a libcu++ pipeline (per-thread scope), the caller acquiring and committing:
+//   pipe.producer_acquire(); xfer::warp_load_async(stage, src, n, pipe); pipe.producer_commit();
+#pragma once
+
+#include <cuda/pipeline>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/xfer/bounds.hpp"
+
+namespace squeeze::xfer {
+
+/// Where an asynchronous load put its bytes: byte k of the range is at smem + offset + k.
+struct smem_window {
+  unsigned offset;    ///< src mod 16
+  std::size_t bytes;  ///< bytes of the range
+};
+
+namespace detail {
+
+/// Calls issue(smem_granule, src_granule) for this thread's share of the granules of
+/// [src, src + n); rank/size describe the cooperating group.
+template <class Issue>
+SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const void* src, std::size_t n,
+                                            unsigned rank, unsigned size, Issue&& issue) {
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  const auto head = static_cast<unsigned>(s % granule_bytes);
+  const auto* g = reinterpret_cast<const uint4*>(s - head);
+  auto* out = static_cast<uint4*>(smem);
+  const std::size_t count = granules_touched(s, n);
+  for (std::size_t i = rank; i < count; i += size) issue(out + i, g + i);
+  return smem_window{head, n};
+}
+
+SQUEEZE_DEVICE unsigned block_rank() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+}  // namespace detail
+
+/// Closes this thread's group of asynchronous loads issued since the last commit.
+SQUEEZE_DEVICE void async_commit() { core::arch::cp_async_commit(); }
+
+/// Waits until at most `Pending` of this thread's committed groups are in flight.
+template <int Pending = 0>
+SQUEEZE_DEVICE void async_wait() { core::arch::cp_async_wait<Pending>(); }
+
+/// async_wait, then __syncwarp: the landed bytes are visible to every lane of the warp.
+template <int Pending = 0>
+SQUEEZE_DEVICE void warp_async_wait() {
+  core::arch::cp_async_wait<Pending>();
+  __syncwarp();
+}
+
+/// async_wait, then __syncthreads: the landed bytes are visible to the whole block.
+template <int Pending = 0>
+SQUEEZE_DEVICE void block_async_wait() {
+  core::arch::cp_async_wait<Pending>();
+  __syncthreads();
+}
+
+/// Warp-cooperative: starts loading the granules of [src, src + n) into smem (16-byte
+/// aligned, window_bytes(n) long). Does not commit.
+SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::size_t n) {
+  return detail::for_each_granule(smem, src, n, core::arch::lane_id(), warp_threads,
+                                  [](uint4* d, const uint4* s) { core::arch::cp_async_16(d, s); });
+}
+
+/// Warp-cooperative bounded load (bounded_length bytes; see warp_copy_bounded). Does not
+/// commit.
+SQUEEZE_DEVICE smem_window warp_load_bounded_async(void* smem, const void* src, std::size_t lower,
+                                                   std::size_t upper) {
+  return warp_load_async(smem, src, bounded_length(src, lower, upper));
+}
+
+/// Block-cooperative variants; BlockThreads must equal the block's thread count.
+template <int BlockThreads>
+SQUEEZE_DEVICE smem_window block_load_async(void* smem, const void* src, std::size_t n) {
+  static_assert(BlockThreads > 0, "block_load_async: BlockThreads must be positive");
+  return detail::for_each_granule(smem, src, n, detail::block_rank(), BlockThreads,
+                                  [](uint4* d, const uint4* s) { core::arch::cp_async_16(d, s); });
+}
+template <int BlockThreads>
+SQUEEZE_DEVICE smem_window block_load_bounded_async(void* smem, const void* src, std::size_t lower,
+                                                    std::size_t upper) {
+  return block_load_async<BlockThreads>(smem, src, bounded_length(src, lower, upper));
+}
+
+/// Warp-cooperative load through a libcu++ pipeline (each lane's own thread-scope
+/// pipeline): cuda::memcpy_async of each granule. The caller acquires and commits.
+template <cuda::thread_scope Scope>
+SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::size_t n,
+                                           cuda::pipeline<Scope>& pipe) {
+  return detail::for_each_granule(smem, src, n, core::arch::lane_id(), warp_threads,
+                                  [&pipe](uint4* d, const uint4* s) {
+                                    cuda::memcpy_async(d, s, cuda::aligned_size_t<16>(16), pipe);
+                                  });
+}
+
+}  // namespace squeeze::xfer

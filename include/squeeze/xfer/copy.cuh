@@ -1,0 +1,93 @@
+// squeeze/xfer/copy.cuh: warp- and block-cooperative copies that read their source in
+// 128-byte aligned, coalesced segments whatever its alignment.
+//
+// The source is any device-accessible global memory: device memory, or mapped host
+// memory (xfer/mapped_memory.hpp), where aligned 128-byte reads are what fills PCIe.
+// Reads are whole 16-byte granules: a copy reads every granule that holds a byte of
+// [src, src + n) and no other (so it never leaves the 16-byte granules, hence never the
+// pages or CUDA allocations, of its range); it writes exactly [dst, dst + n).
+//
+// Cooperation: every lane of the warp (every thread of the block) calls with the same
+// arguments, converged. The source must not overlap the destination.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/xfer/bounds.hpp"
+#include "squeeze/xfer/detail/realign.cuh"
+
+namespace squeeze::xfer {
+
+/// Tuning of the synchronous copies.
+struct copy_policy {
+  /// Waves of loads (32 lanes x 16 B = 512 B each) a lane issues before it stores any.
+  /// 4 waves keep 2 KiB per warp in flight: enough, with 32+ warps per SM, to cover PCIe
+  /// latency (~1-2 us x 55 GB/s ~ 100 KB per GPU) many times over.
+  static constexpr int waves_in_flight = 4;
+};
+
+template <class P>
+concept copy_policy_like = requires {
+  { P::waves_in_flight } -> std::convertible_to<int>;
+} && (P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
+
+/// Warp-cooperative copy of n bytes from src to dst.
+template <copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n) {
+  if (n == 0) return;
+  detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n), 0, uint4{0, 0, 0, 0});
+}
+
+/// Warp-cooperative bounded copy: copies bounded_length(src, lower, upper) bytes and
+/// returns that count (the same in every lane). Reading a stream as a sequence of bounded
+/// copies keeps every read after the first one segment-aligned:
+///
+///   for (std::size_t done = 0; done < total;)
+///     done += warp_copy_bounded(buf, src + done, 128, total - done);
+template <copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE std::size_t warp_copy_bounded(void* dst, const void* src, std::size_t lower,
+                                             std::size_t upper) {
+  const std::size_t n = bounded_length(src, lower, upper);
+  warp_copy<Policy>(dst, src, n);
+  return n;
+}
+
+/// Block-cooperative copy of n bytes; BlockThreads (a multiple of 32) must equal the
+/// block's thread count. Warps take turns over aligned source tiles of
+/// 512 B x waves_in_flight, so every warp's reads stay segment-aligned.
+template <int BlockThreads, copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE void block_copy(void* dst, const void* src, std::size_t n) {
+  static_assert(BlockThreads % warp_threads == 0 && BlockThreads > 0,
+                "block_copy: BlockThreads must be a positive multiple of 32");
+  if (n == 0) return;
+  constexpr std::size_t tile = warp_threads * granule_bytes * Policy::waves_in_flight;
+  constexpr std::size_t warps = BlockThreads / warp_threads;
+  const std::size_t warp =
+      (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / warp_threads;
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  const std::uintptr_t end = s + n;
+  for (std::uintptr_t t = core::align_down<std::uintptr_t>(s, tile) + warp * tile; t < end;
+       t += warps * tile) {
+    const std::uintptr_t a = t > s ? t : s;
+    const std::uintptr_t b = t + tile < end ? t + tile : end;
+    warp_copy<Policy>(static_cast<std::byte*>(dst) + (a - s), reinterpret_cast<const void*>(a),
+                      b - a);
+  }
+}
+
+/// Block-cooperative bounded copy (see warp_copy_bounded); returns the bytes copied.
+template <int BlockThreads, copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE std::size_t block_copy_bounded(void* dst, const void* src, std::size_t lower,
+                                              std::size_t upper) {
+  const std::size_t n = bounded_length(src, lower, upper);
+  block_copy<BlockThreads, Policy>(dst, src, n);
+  return n;
+}
+
+}  // namespace squeeze::xfer

@@ -1,0 +1,133 @@
+// squeeze/xfer/detail/realign.cuh: the engine behind every synchronous xfer copy.
+//
+// A warp reads the source as whole 16-byte granules: lane l of wave w loads granule
+// 32w + l of the source rounded down to 16 bytes, so each warp-wide load instruction
+// covers four 128-byte aligned segments (one PCIe read request or one DRAM sector
+// group each) whatever the source alignment. The destination may have any other
+// alignment: each lane builds one 16-byte aligned output vector from its own granule
+// and its left neighbour's (a shuffle and four funnel shifts) and stores it whole;
+// only the first and last vector of a copy are stored in pieces.
+//
+//   source positions (relative to the granule base; [begin, end) is the range):
+//     granule:   |  g0  |  g1  |  g2  | ...
+//   output vector o covers positions [16(o-1) + shift, 16o + shift):
+//     bytes [shift, 16) of granule o-1 followed by bytes [0, shift) of granule o,
+//   where shift = (begin - dst) mod 16 makes every output vector 16-byte aligned in dst.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/config.hpp"
+#include "squeeze/xfer/bounds.hpp"
+
+namespace squeeze::xfer::detail {
+
+inline constexpr std::size_t granule = granule_bytes;
+
+/// Warp-uniform description of one copy.
+struct copy_plan {
+  const uint4* granules;  // source rounded down to 16 bytes
+  std::uintptr_t out;     // address of output vector 0 (16-byte aligned)
+  std::size_t begin;      // first source position, in [0, 16)
+  std::size_t end;        // one past the last source position
+  std::size_t count;      // granules overlapping [begin, end)
+  unsigned shift;         // in [0, 16)
+};
+
+SQUEEZE_DEVICE copy_plan make_plan(void* dst, const void* src, std::size_t n) {
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  copy_plan p;
+  p.begin = s & (granule - 1);
+  p.granules = reinterpret_cast<const uint4*>(s - p.begin);
+  p.end = p.begin + n;
+  p.count = granules_touched(s, n);
+  p.shift = static_cast<unsigned>((p.begin - (d & (granule - 1))) & (granule - 1));
+  p.out = d - p.begin + p.shift - granule;
+  return p;
+}
+
+/// Granule i of the plan, or zeros past the end (no load is issued for those).
+SQUEEZE_DEVICE uint4 load_granule(const copy_plan& p, std::size_t i) {
+  return i < p.count ? core::arch::load_global_cg(p.granules + i) : uint4{0, 0, 0, 0};
+}
+
+/// Bytes [shift, shift + 16) of the 32 bytes lo:hi (lo at the lower address).
+SQUEEZE_DEVICE uint4 funnel16(uint4 lo, uint4 hi, unsigned shift) {
+  const unsigned r = (shift & 3u) * 8u;
+  const auto f = [r](std::uint32_t a, std::uint32_t b) { return __funnelshift_r(a, b, r); };
+  switch (shift >> 2) {  // warp-uniform: no divergence
+    case 0: return {f(lo.x, lo.y), f(lo.y, lo.z), f(lo.z, lo.w), f(lo.w, hi.x)};
+    case 1: return {f(lo.y, lo.z), f(lo.z, lo.w), f(lo.w, hi.x), f(hi.x, hi.y)};
+    case 2: return {f(lo.z, lo.w), f(lo.w, hi.x), f(hi.x, hi.y), f(hi.y, hi.z)};
+    default: return {f(lo.w, hi.x), f(hi.x, hi.y), f(hi.y, hi.z), f(hi.z, hi.w)};
+  }
+}
+
+/// Stores bytes [first, last) of the 16-byte vector v to the aligned address base, in
+/// naturally aligned pieces of 8, 4, 2 and 1 bytes.
+SQUEEZE_DEVICE void store_partial(std::uintptr_t base, uint4 v, unsigned first, unsigned last) {
+  const std::uint64_t lo = (std::uint64_t{v.y} << 32) | v.x;
+  const std::uint64_t hi = (std::uint64_t{v.w} << 32) | v.z;
+  for (unsigned i = first; i < last;) {
+    const std::uint64_t half = i < 8 ? lo : hi;
+    const std::uint64_t piece = half >> ((i & 7u) * 8u);
+    if ((i & 7u) == 0 && i + 8 <= last) {
+      *reinterpret_cast<std::uint64_t*>(base + i) = piece;
+      i += 8;
+    } else if ((i & 3u) == 0 && i + 4 <= last) {
+      *reinterpret_cast<std::uint32_t*>(base + i) = static_cast<std::uint32_t>(piece);
+      i += 4;
+    } else if ((i & 1u) == 0 && i + 2 <= last) {
+      *reinterpret_cast<std::uint16_t*>(base + i) = static_cast<std::uint16_t>(piece);
+      i += 2;
+    } else {
+      *reinterpret_cast<std::uint8_t*>(base + i) = static_cast<std::uint8_t>(piece);
+      i += 1;
+    }
+  }
+}
+
+/// Builds output vector o from granules o-1 (prev) and o (cur) and stores the part of it
+/// that lies in the range.
+SQUEEZE_DEVICE void emit(const copy_plan& p, std::size_t o, uint4 prev, uint4 cur) {
+  const std::size_t vec_end = 16 * o + p.shift;  // the vector covers [vec_end - 16, vec_end)
+  const std::size_t lo = vec_end > p.begin + granule ? vec_end - granule : p.begin;
+  const std::size_t hi = vec_end < p.end ? vec_end : p.end;
+  if (lo >= hi) return;
+  const uint4 v = funnel16(prev, cur, p.shift);
+  const std::uintptr_t base = p.out + 16 * o;
+  // Offsets inside the vector: position x lands at byte x - (vec_end - 16).
+  const unsigned first = static_cast<unsigned>(lo + granule - vec_end);
+  const unsigned last = static_cast<unsigned>(hi + granule - vec_end);
+  if (first == 0 && last == granule) {
+    *reinterpret_cast<uint4*>(base) = v;
+  } else {
+    store_partial(base, v, first, last);
+  }
+}
+
+/// Copies outputs [first_output, count] of the plan, `Waves` waves of loads in flight per
+/// lane. `carry` is granule first_output - 1 (zeros when first_output == 0). All 32 lanes.
+template <int Waves>
+SQUEEZE_DEVICE void copy_waves(const copy_plan& p, std::size_t first_output, uint4 carry) {
+  const unsigned lane = core::arch::lane_id();
+  for (std::size_t base = first_output; base <= p.count; base += 32 * Waves) {
+    uint4 cur[Waves];
+#pragma unroll
+    for (int w = 0; w < Waves; ++w) cur[w] = load_granule(p, base + 32 * w + lane);
+#pragma unroll
+    for (int w = 0; w < Waves; ++w) {
+      uint4 prev = core::arch::shfl_up(cur[w], 1);
+      if (lane == 0) prev = carry;
+      carry = core::arch::shfl(cur[w], 31);
+      emit(p, base + 32 * w + lane, prev, cur[w]);
+    }
+  }
+}
+
+}  // namespace squeeze::xfer::detail

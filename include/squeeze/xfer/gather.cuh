@@ -1,0 +1,173 @@
+// squeeze/xfer/gather.cuh: gather rows selected by an index array, from mapped host
+// memory (or any device-accessible memory) into device memory.
+//
+//   dst[i, :] = src[indices[i], :]      for i in [0, count)
+//   // dst: [count, dst_stride B], src: [src_rows, src_stride B], rows of row_bytes B
+//
+// Rows may have any byte size and any alignment (row_bytes and strides need not be
+// multiples of anything). Every read is a whole 16-byte granule of a row (xfer/copy.cuh),
+// so warps issue 128-byte aligned segments; a warp keeps several rows' reads in flight
+// (gather_policy::rows_in_flight) so that small rows still fill the link.
+//
+// An index >= src_rows is not followed: its output row is left untouched and
+// status::out_of_bounds is written to args.status_out (when given).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/status.hpp"
+#include "squeeze/xfer/copy.cuh"
+
+namespace squeeze::xfer {
+
+/// What a row gather reads and writes. Plain parameters, passed by value to the kernel.
+template <class Index>
+struct gather_args {
+  void* dst = nullptr;             ///< [count, dst_stride] device memory
+  std::size_t dst_stride = 0;      ///< bytes between output rows, >= row_bytes
+  const void* src = nullptr;       ///< [src_rows, src_stride] device-accessible memory
+  std::size_t src_stride = 0;      ///< bytes between source rows, >= row_bytes
+  std::size_t src_rows = 0;        ///< rows in src: larger indices are rejected
+  std::size_t row_bytes = 0;       ///< bytes copied per row
+  const Index* indices = nullptr;  ///< [count] device-accessible
+  std::size_t count = 0;           ///< rows to gather
+  status* status_out = nullptr;    ///< optional: receives the first error; untouched on success
+};
+
+/// Tuning of the gather kernel (measured on an H200, see docs/RESULTS.md, section xfer).
+struct gather_policy {
+  static constexpr int block_threads = 256;
+  /// Rows a warp loads before it stores any, when a row fits one wave (<= 481 B at any
+  /// alignment): a 256 B row alone is 8 lanes' worth of loads.
+  static constexpr int rows_in_flight = 8;
+  /// Policy of the per-row copy of larger rows.
+  using copy = copy_policy;
+};
+
+template <class P>
+concept gather_policy_like =
+    requires {
+      { P::block_threads } -> std::convertible_to<int>;
+      { P::rows_in_flight } -> std::convertible_to<int>;
+      typename P::copy;
+    } && (P::block_threads % warp_threads == 0) && (P::rows_in_flight >= 1) &&
+    (P::rows_in_flight <= warp_threads) && copy_policy_like<typename P::copy>;
+
+/// Largest row that one wave of loads covers at any source alignment: the 31 granules
+/// of a wave minus 15 bytes of worst-case misalignment (the 32nd lane builds the last
+/// output vector).
+inline constexpr std::size_t one_wave_row_bytes = (warp_threads - 1) * granule_bytes - (granule_bytes - 1);
+
+namespace detail {
+
+SQUEEZE_DEVICE void report(status* slot, status s) {
+  if (slot != nullptr) {
+    atomicCAS(reinterpret_cast<unsigned*>(slot), static_cast<unsigned>(status::ok),
+              static_cast<unsigned>(s));
+  }
+}
+
+}  // namespace detail
+
+/// Warp-cooperative: gathers rows [first, first + rows) of the job (rows <=
+/// Policy::rows_in_flight). All 32 lanes call with the same arguments.
+template <gather_policy_like Policy = gather_policy, class Index>
+SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t first, int rows) {
+  constexpr int R = Policy::rows_in_flight;
+  const unsigned lane = core::arch::lane_id();
+  // One coalesced load of up to R indices; lane r keeps row r's source row.
+  std::size_t my_row = 0;
+  bool my_valid = false;
+  if (lane < static_cast<unsigned>(rows)) {
+    const auto idx = a.indices[first + lane];
+    if constexpr (std::is_signed_v<Index>) my_valid = idx >= 0 && static_cast<std::size_t>(idx) < a.src_rows;
+    else my_valid = static_cast<std::size_t>(idx) < a.src_rows;
+    my_row = my_valid ? static_cast<std::size_t>(idx) : 0;
+    if (!my_valid) detail::report(a.status_out, status::out_of_bounds);
+  }
+  const auto* src = static_cast<const std::byte*>(a.src);
+  auto* dst = static_cast<std::byte*>(a.dst);
+  const unsigned valid_mask = __ballot_sync(full_warp_mask, my_valid);
+
+  // Row r's copy plan, rebuilt where needed rather than kept (keeps registers for loads).
+  const auto plan_of = [&](int r) {
+    const std::size_t row = __shfl_sync(full_warp_mask, my_row, r);
+    const bool live = r < rows && ((valid_mask >> r) & 1u) != 0;
+    return detail::make_plan(dst + (first + r) * a.dst_stride, src + row * a.src_stride,
+                             live ? a.row_bytes : 0);
+  };
+  if (a.row_bytes <= one_wave_row_bytes) {
+    // Small rows: every row's loads first, then the shuffles and stores.
+    uint4 cur[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) cur[r] = detail::load_granule(plan_of(r), lane);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      uint4 prev = core::arch::shfl_up(cur[r], 1);
+      if (lane == 0) prev = uint4{0, 0, 0, 0};
+      detail::emit(plan_of(r), lane, prev, cur[r]);
+    }
+  } else {
+    for (int r = 0; r < rows; ++r) {
+      const std::size_t row = __shfl_sync(full_warp_mask, my_row, r);
+      if (((valid_mask >> r) & 1u) == 0) continue;
+      warp_copy<typename Policy::copy>(dst + (first + r) * a.dst_stride, src + row * a.src_stride,
+                                       a.row_bytes);
+    }
+  }
+}
+
+namespace detail {
+
+template <class Policy, class Index>
+SQUEEZE_KERNEL(Policy::block_threads) void gather_rows_kernel(gather_args<Index> a) {
+  constexpr int R = Policy::rows_in_flight;
+  constexpr int warps_per_block = Policy::block_threads / warp_threads;
+  const std::size_t warp = std::size_t{blockIdx.x} * warps_per_block + threadIdx.x / warp_threads;
+  const std::size_t warps = std::size_t{gridDim.x} * warps_per_block;
+  for (std::size_t first = warp * R; first < a.count; first += warps * R) {
+    const std::size_t left = a.count - first;
+    warp_gather_rows<Policy>(a, first, left < R ? static_cast<int>(left) : R);
+  }
+}
+
+}  // namespace detail
+
+/// Checks a gather's arguments; throws squeeze::invalid_argument naming the bad one.
+template <class Index>
+void validate(const gather_args<Index>& a) {
+  SQUEEZE_EXPECTS(a.row_bytes > 0 || a.count == 0, "gather_rows: row_bytes must be positive");
+  if (a.count == 0) return;
+  SQUEEZE_EXPECTS(a.dst != nullptr, "gather_rows: dst is null");
+  SQUEEZE_EXPECTS(a.src != nullptr, "gather_rows: src is null");
+  SQUEEZE_EXPECTS(a.indices != nullptr, "gather_rows: indices is null");
+  SQUEEZE_EXPECTS(a.dst_stride >= a.row_bytes,
+                  "gather_rows: dst_stride must be at least row_bytes (rows would overlap)");
+  SQUEEZE_EXPECTS(a.src_rows == 0 || a.src_stride >= a.row_bytes,
+                  "gather_rows: src_stride must be at least row_bytes");
+}
+
+/// Gathers a.count rows on `stream` (asynchronous; check a.status_out after synchronizing).
+template <gather_policy_like Policy = gather_policy, class Index>
+  requires std::is_integral_v<Index>
+void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
+  validate(a);
+  if (a.count == 0) return;
+  constexpr std::size_t rows_per_block =
+      std::size_t{Policy::rows_in_flight} * (Policy::block_threads / warp_threads);
+  const std::size_t wanted = core::div_ceil(a.count, rows_per_block);
+  const auto blocks = static_cast<unsigned>(wanted < (1u << 30) ? wanted : (1u << 30));
+  detail::gather_rows_kernel<Policy, Index><<<blocks, Policy::block_threads, 0, stream>>>(a);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace squeeze::xfer

@@ -1,0 +1,12 @@
+#include <squeeze/core.hpp>
+#include <squeeze/xfer/mapped_memory.hpp>
+
+#include <cstdio>
+
+int main() {
+  static_assert(squeeze::core::popcount(0xF0F0u) == 8);
+  const auto presence = squeeze::core::detect_devices();
+  std::printf("consumer ok: squeeze %d.%d.%d, %d CUDA device(s)\n", SQUEEZE_VERSION_MAJOR,
+              SQUEEZE_VERSION_MINOR, SQUEEZE_VERSION_PATCH, presence.count);
+  return 0;
+}
