@@ -2,7 +2,9 @@
 // one piece while the next is still on its way.
 //
 // The loads are cp.async (16-byte, L2-only) of the source's 16-byte granules, placed in
-// shared memory at the same offsets modulo 16: a range starting at src lands at
+// shared memory at the same offsets modulo 16 (the bytes of a granule the range only
+// partly covers, at most two, are copied synchronously, so nothing outside the range is
+// read): a range starting at src lands at
 //   smem + window.offset   with window.offset = src mod 16,
 // so the caller's shared buffer (16-byte aligned) needs window_bytes(n) bytes. No
 // realignment happens on the way: the consumer reads from smem + offset.
@@ -28,6 +30,7 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/xfer/bounds.hpp"
+#include "squeeze/xfer/detail/realign.cuh"
 
 namespace squeeze::xfer {
 
@@ -39,18 +42,27 @@ struct smem_window {
 
 namespace detail {
 
-/// Calls issue(smem_granule, src_granule) for this thread's share of the granules of
-/// [src, src + n); rank/size describe the cooperating group.
+/// Calls issue(smem_granule, src_granule) for this thread's share of the granules wholly
+/// inside [src, src + n), and copies its share of the bytes of the partial edge granules
+/// synchronously (at most 30 bytes, so reads stay exactly inside the range); rank/size
+/// describe the cooperating group.
 template <class Issue>
 SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const void* src, std::size_t n,
                                             unsigned rank, unsigned size, Issue&& issue) {
-  const auto s = reinterpret_cast<std::uintptr_t>(src);
-  const auto head = static_cast<unsigned>(s % granule_bytes);
-  const auto* g = reinterpret_cast<const uint4*>(s - head);
+  const copy_plan p = make_plan(smem, src, n);
   auto* out = static_cast<uint4*>(smem);
-  const std::size_t count = granules_touched(s, n);
-  for (std::size_t i = rank; i < count; i += size) issue(out + i, g + i);
-  return smem_window{head, n};
+  for (std::size_t i = rank; i < p.count; i += size) {
+    const bool partial = (i == 0 && p.head_partial) || (i + 1 == p.count && p.tail_partial);
+    if (!partial) issue(out + i, p.granules + i);
+  }
+  const edge_set edges = all_edges(p);
+  if (edges.head || edges.tail) {
+    for (unsigned k = rank; k < 2 * granule; k += size) {
+      const std::size_t pos = edge_position(p, edges, k);
+      if (pos != no_position) static_cast<unsigned char*>(smem)[pos] = static_cast<unsigned char>(load_byte(p, pos));
+    }
+  }
+  return smem_window{static_cast<unsigned>(p.begin), n};
 }
 
 SQUEEZE_DEVICE unsigned block_rank() {

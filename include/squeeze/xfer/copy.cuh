@@ -3,9 +3,9 @@
 //
 // The source is any device-accessible global memory: device memory, or mapped host
 // memory (xfer/mapped_memory.hpp), where aligned 128-byte reads are what fills PCIe.
-// Reads are whole 16-byte granules: a copy reads every granule that holds a byte of
-// [src, src + n) and no other (so it never leaves the 16-byte granules, hence never the
-// pages or CUDA allocations, of its range); it writes exactly [dst, dst + n).
+// A copy reads exactly [src, src + n) and writes exactly [dst, dst + n): whole 16-byte
+// granules inside the range, and the bytes of the (at most two) granules that the range
+// only partly covers with one extra byte-load instruction per warp.
 //
 // Cooperation: every lane of the warp (every thread of the block) calls with the same
 // arguments, converged. The source must not overlap the destination.

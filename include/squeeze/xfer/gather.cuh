@@ -5,8 +5,8 @@
 //   // dst: [count, dst_stride B], src: [src_rows, src_stride B], rows of row_bytes B
 //
 // Rows may have any byte size and any alignment (row_bytes and strides need not be
-// multiples of anything). Every read is a whole 16-byte granule of a row (xfer/copy.cuh),
-// so warps issue 128-byte aligned segments; a warp keeps several rows' reads in flight
+// multiples of anything). Rows are read as 16-byte granules (xfer/copy.cuh), so warps issue
+// 128-byte aligned segments, and never past a row's bytes; a warp keeps several rows' reads in flight
 // (gather_policy::rows_in_flight) so that small rows still fill the link.
 //
 // An index >= src_rows is not followed: its output row is left untouched and
@@ -46,6 +46,9 @@ struct gather_args {
 /// Tuning of the gather kernel (measured on an H200, see docs/RESULTS.md, section xfer).
 struct gather_policy {
   static constexpr int block_threads = 256;
+  /// Blocks per SM the register budget is sized for: 3 x 256 threads (<= 85 registers)
+  /// needs no spills with 8 rows in flight (nvcc 13.0, sm_90); 4 spilled 16 bytes.
+  static constexpr int min_blocks_per_sm = 3;
   /// Rows a warp loads before it stores any, when a row fits one wave (<= 481 B at any
   /// alignment): a 256 B row alone is 8 lanes' worth of loads.
   static constexpr int rows_in_flight = 8;
@@ -58,6 +61,7 @@ concept gather_policy_like =
     requires {
       { P::block_threads } -> std::convertible_to<int>;
       { P::rows_in_flight } -> std::convertible_to<int>;
+      { P::min_blocks_per_sm } -> std::convertible_to<int>;
       typename P::copy;
     } && (P::block_threads % warp_threads == 0) && (P::rows_in_flight >= 1) &&
     (P::rows_in_flight <= warp_threads) && copy_policy_like<typename P::copy>;
@@ -108,13 +112,20 @@ SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t fi
   if (a.row_bytes <= one_wave_row_bytes) {
     // Small rows: every row's loads first, then the shuffles and stores.
     uint4 cur[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) cur[r] = detail::load_granule(plan_of(r), lane);
+    std::uint32_t edge[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
+      const detail::copy_plan plan = plan_of(r);
+      cur[r] = detail::load_granule(plan, lane);
+      edge[r] = detail::load_edge_byte(plan, 0);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const detail::copy_plan plan = plan_of(r);
+      detail::patch_edges(plan, 0, edge[r], cur[r]);
       uint4 prev = core::arch::shfl_up(cur[r], 1);
       if (lane == 0) prev = uint4{0, 0, 0, 0};
-      detail::emit(plan_of(r), lane, prev, cur[r]);
+      detail::emit(plan, lane, prev, cur[r]);
     }
   } else {
     for (int r = 0; r < rows; ++r) {
@@ -129,7 +140,7 @@ SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t fi
 namespace detail {
 
 template <class Policy, class Index>
-SQUEEZE_KERNEL(Policy::block_threads) void gather_rows_kernel(gather_args<Index> a) {
+SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, Policy::min_blocks_per_sm) void gather_rows_kernel(gather_args<Index> a) {
   constexpr int R = Policy::rows_in_flight;
   constexpr int warps_per_block = Policy::block_threads / warp_threads;
   const std::size_t warp = std::size_t{blockIdx.x} * warps_per_block + threadIdx.x / warp_threads;

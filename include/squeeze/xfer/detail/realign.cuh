@@ -1,12 +1,16 @@
 // squeeze/xfer/detail/realign.cuh: the engine behind every synchronous xfer copy.
 //
-// A warp reads the source as whole 16-byte granules: lane l of wave w loads granule
-// 32w + l of the source rounded down to 16 bytes, so each warp-wide load instruction
-// covers four 128-byte aligned segments (one PCIe read request or one DRAM sector
-// group each) whatever the source alignment. The destination may have any other
-// alignment: each lane builds one 16-byte aligned output vector from its own granule
-// and its left neighbour's (a shuffle and four funnel shifts) and stores it whole;
-// only the first and last vector of a copy are stored in pieces.
+// A warp reads the source as 16-byte granules: lane l of wave w loads granule 32w + l of
+// the source rounded down to 16 bytes, so each warp-wide load instruction covers four
+// 128-byte aligned segments (one PCIe read request or one DRAM sector group each)
+// whatever the source alignment. Reads never leave [src, src + n): a granule only partly
+// inside the range (at most the first and the last) is read byte-exact by one extra
+// warp instruction in which lanes 0-15 load the first granule's bytes and lanes 16-31
+// the last's; shuffles hand each to the lane that owns it.
+//
+// The destination may have any other alignment: each lane builds one 16-byte aligned
+// output vector from its own granule and its left neighbour's (a shuffle and four funnel
+// shifts) and stores it whole; only the first and last vector are stored in pieces.
 //
 //   source positions (relative to the granule base; [begin, end) is the range):
 //     granule:   |  g0  |  g1  |  g2  | ...
@@ -36,6 +40,8 @@ struct copy_plan {
   std::size_t end;        // one past the last source position
   std::size_t count;      // granules overlapping [begin, end)
   unsigned shift;         // in [0, 16)
+  bool head_partial;      // granule 0 is only partly inside the range
+  bool tail_partial;      // granule count - 1 (count >= 2) is only partly inside
 };
 
 SQUEEZE_DEVICE copy_plan make_plan(void* dst, const void* src, std::size_t n) {
@@ -48,12 +54,69 @@ SQUEEZE_DEVICE copy_plan make_plan(void* dst, const void* src, std::size_t n) {
   p.count = granules_touched(s, n);
   p.shift = static_cast<unsigned>((p.begin - (d & (granule - 1))) & (granule - 1));
   p.out = d - p.begin + p.shift - granule;
+  p.head_partial = p.count > 0 && (p.begin != 0 || p.end < granule);
+  p.tail_partial = p.count >= 2 && p.end % granule != 0;
   return p;
 }
 
-/// Granule i of the plan, or zeros past the end (no load is issued for those).
+/// Granule i of the plan when it lies wholly inside the range; zeros otherwise (no load
+/// is issued: past the end, and for partial edge granules, which patch_edges fills).
 SQUEEZE_DEVICE uint4 load_granule(const copy_plan& p, std::size_t i) {
-  return i < p.count ? core::arch::load_global_cg(p.granules + i) : uint4{0, 0, 0, 0};
+  const bool partial = (i == 0 && p.head_partial) || (i + 1 == p.count && p.tail_partial);
+  return i < p.count && !partial ? core::arch::load_global_cg(p.granules + i) : uint4{0, 0, 0, 0};
+}
+
+/// Which partial edge granules a read handles: all of them (an asynchronous load), or
+/// those in one wave of granules [base, base + 32) (a synchronous copy).
+struct edge_set {
+  bool head;
+  bool tail;
+};
+SQUEEZE_DEVICE edge_set all_edges(const copy_plan& p) { return {p.head_partial, p.tail_partial}; }
+SQUEEZE_DEVICE edge_set edges_in_wave(const copy_plan& p, std::size_t base) {
+  const std::size_t last = p.count - 1;
+  return {p.head_partial && base == 0,
+          p.tail_partial && last >= base && last < base + warp_threads};
+}
+
+inline constexpr std::size_t no_position = ~std::size_t{0};
+
+/// Edge slot k in [0, 32): slots 0-15 are the bytes of granule 0 (when e.head), slots
+/// 16-31 those of the last granule (when e.tail). Returns the source position the slot
+/// reads, or no_position when the slot is off or its byte lies outside the range.
+SQUEEZE_DEVICE std::size_t edge_position(const copy_plan& p, edge_set e, unsigned k) {
+  const bool want = k < 16 ? e.head : e.tail;
+  const std::size_t pos = (k < 16 ? 0 : p.count - 1) * granule + (k & 15u);
+  return want && pos >= p.begin && pos < p.end ? pos : no_position;
+}
+
+/// The byte at source position pos of the plan.
+SQUEEZE_DEVICE std::uint32_t load_byte(const copy_plan& p, std::size_t pos) {
+  return __ldcg(reinterpret_cast<const unsigned char*>(p.granules) + pos);
+}
+
+/// Phase 1 of an exact edge read: this lane's edge byte of the wave at `base` (zero when
+/// it has none). Issue it with the wave's other loads; consume it with patch_edges.
+SQUEEZE_DEVICE std::uint32_t load_edge_byte(const copy_plan& p, std::size_t base) {
+  const std::size_t pos = edge_position(p, edges_in_wave(p, base), core::arch::lane_id());
+  return pos != no_position ? load_byte(p, pos) : 0u;
+}
+
+/// Phase 2: packs the wave's edge bytes into 16-byte vectors and gives each to the lane
+/// that owns the granule (granule i is owned by lane i - base), replacing its `cur`.
+SQUEEZE_DEVICE void patch_edges(const copy_plan& p, std::size_t base, std::uint32_t byte, uint4& cur) {
+  const auto [head, tail] = edges_in_wave(p, base);
+  if (!head && !tail) return;  // warp-uniform
+  const unsigned lane = core::arch::lane_id();
+  // Lane 4j gathers the word made of slots 4j .. 4j+3.
+  const std::uint32_t word = byte | (__shfl_down_sync(full_warp_mask, byte, 1) << 8) |
+                             (__shfl_down_sync(full_warp_mask, byte, 2) << 16) |
+                             (__shfl_down_sync(full_warp_mask, byte, 3) << 24);
+  const bool owns_head = head && lane == 0;
+  const int from = owns_head ? 0 : 16;
+  const uint4 edge{__shfl_sync(full_warp_mask, word, from), __shfl_sync(full_warp_mask, word, from + 4),
+                   __shfl_sync(full_warp_mask, word, from + 8), __shfl_sync(full_warp_mask, word, from + 12)};
+  if (owns_head || (tail && lane == p.count - 1 - base)) cur = edge;
 }
 
 /// Bytes [shift, shift + 16) of the 32 bytes lo:hi (lo at the lower address).
@@ -118,10 +181,15 @@ SQUEEZE_DEVICE void copy_waves(const copy_plan& p, std::size_t first_output, uin
   const unsigned lane = core::arch::lane_id();
   for (std::size_t base = first_output; base <= p.count; base += 32 * Waves) {
     uint4 cur[Waves];
-#pragma unroll
-    for (int w = 0; w < Waves; ++w) cur[w] = load_granule(p, base + 32 * w + lane);
+    std::uint32_t edge[Waves];
 #pragma unroll
     for (int w = 0; w < Waves; ++w) {
+      cur[w] = load_granule(p, base + 32 * w + lane);
+      edge[w] = load_edge_byte(p, base + 32 * w);
+    }
+#pragma unroll
+    for (int w = 0; w < Waves; ++w) {
+      patch_edges(p, base + 32 * w, edge[w], cur[w]);
       uint4 prev = core::arch::shfl_up(cur[w], 1);
       if (lane == 0) prev = carry;
       carry = core::arch::shfl(cur[w], 31);

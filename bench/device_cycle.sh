@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
+#   bench/device_cycle.sh [build] [test] [sanitize] [bench] [tour] [example]
+# Extra configure arguments in SQUEEZE_CMAKE_ARGS.
+# Logs and JSON go to $OUT (or ./device-out). Stages run in the order given.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+stamp=$(date -u +%Y-%m-%d)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-' | tr -cd '[:alnum:]-')
+gpu=${gpu:-nogpu}
+build=build/bench
+status=0
+run() {  # run <log> <command...>: tee into $OUT/<log>, remember failure
+  local log=$1; shift
+  echo "== $*" | tee -a "$OUT/$log"
+  "$@" 2>&1 | tee -a "$OUT/$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "!! exit $rc: $*" | tee -a "$OUT/$log"; status=1; }
+}
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build test)
+for stage in "${stages[@]}"; do
+  case $stage in
+    build)
+      run build.log nvidia-smi
+      run build.log cmake --version
+      run build.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
+      run build.log cmake --build --preset bench -j 16 ;;
+    test)
+      run tests.log ctest --test-dir "$build" -L "gpu|host" --output-on-failure -j 4 ;;
+    sanitize)
+      run sanitize.log compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
+        "$build/tests/squeeze_gpu_tests" --gtest_filter='*WarpCopyBounded*:*BlockCopyEveryAlignment*:*WarpCopyEveryAlignment*:*AsyncTest*:*Gather*Mapped_row257*:*Gather*Device_row17*:Gather.*:CoreGpu.*'
+      run sanitize.log compute-sanitizer --tool racecheck --error-exitcode 1 \
+        "$build/tests/squeeze_gpu_tests" --gtest_filter='*AsyncTest*DeviceMemory*:*Gather*Device_row257*' ;;
+    bench)
+      run bench.log "$build/bench/squeeze_bench_xfer" --benchmark_out="$OUT/xfer_${gpu}_${stamp}.json" \
+        --benchmark_out_format=json ;;
+    tour)
+      run tour.log "$build/bench/squeeze_tour" ;;
+    example)
+      run example.log "$build/examples/gather_features" ;;
+    *) echo "unknown stage $stage"; status=1 ;;
+  esac
+done
+exit $status
