@@ -30,7 +30,7 @@ struct load_job {
   std::size_t n;
 };
 
-enum class api { warp, warp_pipeline, block };
+enum class api { warp, warp_readable, warp_pipeline, block };
 constexpr std::size_t max_len = 4400;
 constexpr std::size_t smem_bytes = xfer::window_bytes(max_len);
 
@@ -38,12 +38,17 @@ constexpr std::size_t smem_bytes = xfer::window_bytes(max_len);
 // bytes out so the host can compare them; offsets[j] receives the window offset.
 template <api Api, int Threads>
 SQUEEZE_KERNEL(Threads) void load_jobs(const load_job* jobs, const std::byte* src, std::byte* dst,
-                                       unsigned* offsets) {
+                                       unsigned* offsets, std::size_t pool_bytes) {
   __shared__ alignas(16) std::byte window[smem_bytes];
   const load_job job = jobs[blockIdx.x];
   xfer::smem_window w{};
   if constexpr (Api == api::warp) {
     w = xfer::warp_load_async(window, src + job.src_offset, job.n);
+    xfer::async_commit();
+    xfer::warp_async_wait<0>();
+  } else if constexpr (Api == api::warp_readable) {
+    w = xfer::warp_load_async(window, src + job.src_offset, job.n,
+                              xfer::readable_range::of(src, pool_bytes));
     xfer::async_commit();
     xfer::warp_async_wait<0>();
   } else if constexpr (Api == api::warp_pipeline) {
@@ -189,21 +194,28 @@ using namespace async_test;
 TEST_P(AsyncTest, WarpLoadEveryAlignment) {
   const auto jobs = make_jobs(11, 4);
   check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::warp, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o);
+    load_jobs<api::warp, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+  }, true);
+}
+
+TEST_P(AsyncTest, WarpLoadReadingWholeEdgeGranules) {
+  const auto jobs = make_jobs(15, 4);
+  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
+    load_jobs<api::warp_readable, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
   }, true);
 }
 
 TEST_P(AsyncTest, WarpLoadThroughPipeline) {
   const auto jobs = make_jobs(12, 4);
   check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::warp_pipeline, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o);
+    load_jobs<api::warp_pipeline, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
   }, true);
 }
 
 TEST_P(AsyncTest, BlockLoadEveryAlignment) {
   const auto jobs = make_jobs(13, 4);
   check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::block, 128><<<static_cast<unsigned>(jobs.size()), 128>>>(j, src_, d, o);
+    load_jobs<api::block, 128><<<static_cast<unsigned>(jobs.size()), 128>>>(j, src_, d, o, pool_bytes);
   }, true);
 }
 

@@ -31,14 +31,15 @@ struct copy_job {
   std::size_t lower;       // bounded copies only
 };
 
-enum class api { warp_copy, warp_bounded, block_copy, block_bounded };
+enum class api { warp_copy, warp_copy_readable, warp_bounded, block_copy, block_bounded };
 constexpr int block_threads = 128;
 
 template <api Api>
 SQUEEZE_KERNEL(block_threads) void run_jobs(const copy_job* jobs, std::size_t count,
                                             const std::byte* src, std::byte* dst,
-                                            std::size_t* copied) {
-  constexpr bool per_warp = Api == api::warp_copy || Api == api::warp_bounded;
+                                            std::size_t* copied, std::size_t pool_bytes) {
+  constexpr bool per_warp =
+      Api == api::warp_copy || Api == api::warp_copy_readable || Api == api::warp_bounded;
   const std::size_t workers_per_block = per_warp ? block_threads / 32 : 1;
   const std::size_t worker = blockIdx.x * workers_per_block + (per_warp ? threadIdx.x / 32 : 0);
   const std::size_t workers = gridDim.x * workers_per_block;
@@ -48,6 +49,9 @@ SQUEEZE_KERNEL(block_threads) void run_jobs(const copy_job* jobs, std::size_t co
     std::byte* d = dst + job.dst_offset;
     std::size_t n = job.n;
     if constexpr (Api == api::warp_copy) xfer::warp_copy(d, s, job.n);
+    if constexpr (Api == api::warp_copy_readable) {
+      xfer::warp_copy(d, s, job.n, xfer::readable_range::of(src, pool_bytes));
+    }
     if constexpr (Api == api::warp_bounded) n = xfer::warp_copy_bounded(d, s, job.lower, job.n);
     if constexpr (Api == api::block_copy) xfer::block_copy<block_threads>(d, s, job.n);
     if constexpr (Api == api::block_bounded) {
@@ -133,7 +137,8 @@ class CopyTest : public ::testing::TestWithParam<source_kind> {
     SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
     SQUEEZE_CUDA_TRY(cudaMemset(copied.data(), 0xff, copied.bytes()));
     const auto blocks = static_cast<unsigned>(std::min<std::size_t>(count, 2048));
-    run_jobs<Api><<<blocks, block_threads>>>(jobs.data(), count, src_, dst.data(), copied.data());
+    run_jobs<Api><<<blocks, block_threads>>>(jobs.data(), count, src_, dst.data(), copied.data(),
+                                             pool_bytes);
     SQUEEZE_CHECK_LAUNCH();
     SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
 
@@ -231,6 +236,12 @@ using namespace copy_test;
 
 TEST_P(CopyTest, WarpCopyEveryAlignmentPair) { check<api::warp_copy>(make_jobs(all_alignment_specs(), pool_bytes, 1)); }
 TEST_P(CopyTest, WarpCopyEveryLength) { check<api::warp_copy>(make_jobs(all_length_specs(), pool_bytes, 2)); }
+TEST_P(CopyTest, WarpCopyReadingWholeEdgeGranules) {
+  // With the whole pool readable, edge granules are read whole; the bytes written must be
+  // exactly the same (every alignment pair, every length to 4400).
+  check<api::warp_copy_readable>(make_jobs(all_alignment_specs(), pool_bytes, 8));
+  check<api::warp_copy_readable>(make_jobs(all_length_specs(), pool_bytes, 9));
+}
 TEST_P(CopyTest, WarpCopyBounded) { check<api::warp_bounded>(make_jobs(bounded_specs(), pool_bytes, 3)); }
 TEST_P(CopyTest, BlockCopyEveryAlignmentPair) { check<api::block_copy>(make_jobs(all_alignment_specs(), pool_bytes, 4)); }
 TEST_P(CopyTest, BlockCopyEveryLength) { check<api::block_copy>(make_jobs(all_length_specs(), pool_bytes, 5)); }

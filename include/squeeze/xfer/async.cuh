@@ -42,18 +42,16 @@ struct smem_window {
 
 namespace detail {
 
-/// Calls issue(smem_granule, src_granule) for this thread's share of the granules wholly
-/// inside [src, src + n), and copies its share of the bytes of the partial edge granules
-/// synchronously (at most 30 bytes, so reads stay exactly inside the range); rank/size
+/// Calls issue(smem_granule, src_granule) for this thread's share of the granules the plan
+/// reads whole, and copies its share of the bytes of the partial edge granules
+/// synchronously (at most 30 bytes, so reads stay inside the readable range); rank/size
 /// describe the cooperating group.
 template <class Issue>
-SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const void* src, std::size_t n,
+SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const copy_plan& p, std::size_t n,
                                             unsigned rank, unsigned size, Issue&& issue) {
-  const copy_plan p = make_plan(smem, src, n);
   auto* out = static_cast<uint4*>(smem);
   for (std::size_t i = rank; i < p.count; i += size) {
-    const bool partial = (i == 0 && p.head_partial) || (i + 1 == p.count && p.tail_partial);
-    if (!partial) issue(out + i, p.granules + i);
+    if (!is_partial(p, i)) issue(out + i, p.granules + i);
   }
   const edge_set edges = all_edges(p);
   if (edges.head || edges.tail) {
@@ -64,6 +62,8 @@ SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const void* src, std::si
   }
   return smem_window{static_cast<unsigned>(p.begin), n};
 }
+
+SQUEEZE_DEVICE void cp_async_granule(uint4* smem, const uint4* gmem) { core::arch::cp_async_16(smem, gmem); }
 
 SQUEEZE_DEVICE unsigned block_rank() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -95,8 +95,16 @@ SQUEEZE_DEVICE void block_async_wait() {
 /// Warp-cooperative: starts loading the granules of [src, src + n) into smem (16-byte
 /// aligned, window_bytes(n) long). Does not commit.
 SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::size_t n) {
-  return detail::for_each_granule(smem, src, n, core::arch::lane_id(), warp_threads,
-                                  [](uint4* d, const uint4* s) { core::arch::cp_async_16(d, s); });
+  return detail::for_each_granule(smem, detail::make_plan(smem, src, n), n, core::arch::lane_id(),
+                                  warp_threads, detail::cp_async_granule);
+}
+
+/// As above, reading whole edge granules that lie inside `readable` (xfer/bounds.hpp),
+/// which saves the synchronous edge bytes. Does not commit.
+SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::size_t n,
+                                           readable_range readable) {
+  return detail::for_each_granule(smem, detail::make_plan(smem, src, n, readable), n,
+                                  core::arch::lane_id(), warp_threads, detail::cp_async_granule);
 }
 
 /// Warp-cooperative bounded load (bounded_length bytes; see warp_copy_bounded). Does not
@@ -110,8 +118,8 @@ SQUEEZE_DEVICE smem_window warp_load_bounded_async(void* smem, const void* src, 
 template <int BlockThreads>
 SQUEEZE_DEVICE smem_window block_load_async(void* smem, const void* src, std::size_t n) {
   static_assert(BlockThreads > 0, "block_load_async: BlockThreads must be positive");
-  return detail::for_each_granule(smem, src, n, detail::block_rank(), BlockThreads,
-                                  [](uint4* d, const uint4* s) { core::arch::cp_async_16(d, s); });
+  return detail::for_each_granule(smem, detail::make_plan(smem, src, n), n, detail::block_rank(),
+                                  BlockThreads, detail::cp_async_granule);
 }
 template <int BlockThreads>
 SQUEEZE_DEVICE smem_window block_load_bounded_async(void* smem, const void* src, std::size_t lower,
@@ -124,8 +132,8 @@ SQUEEZE_DEVICE smem_window block_load_bounded_async(void* smem, const void* src,
 template <cuda::thread_scope Scope>
 SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::size_t n,
                                            cuda::pipeline<Scope>& pipe) {
-  return detail::for_each_granule(smem, src, n, core::arch::lane_id(), warp_threads,
-                                  [&pipe](uint4* d, const uint4* s) {
+  return detail::for_each_granule(smem, detail::make_plan(smem, src, n), n, core::arch::lane_id(),
+                                  warp_threads, [&pipe](uint4* d, const uint4* s) {
                                     cuda::memcpy_async(d, s, cuda::aligned_size_t<16>(16), pipe);
                                   });
 }

@@ -19,6 +19,25 @@ inline constexpr std::size_t segment_bytes = 128;
 /// What one lane loads at a time.
 inline constexpr std::size_t granule_bytes = 16;
 
+/// Where a read may go. A copy of [src, src + n) reads exactly those bytes by default;
+/// given a wider readable range (the whole table a row comes from, the whole buffer a
+/// stream lies in), it also reads the rest of the 16-byte granules at its edges when they
+/// lie inside that range, which saves a warp instruction and its memory requests per
+/// misaligned edge. Bytes outside [src, src + n) are never written.
+struct readable_range {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+
+  SQUEEZE_HOST_DEVICE static readable_range of(const void* p, std::size_t bytes) noexcept {
+    const auto b = reinterpret_cast<std::uintptr_t>(p);
+    return {b, b + bytes};
+  }
+  /// Whether the 16-byte granule at address g lies wholly inside the range.
+  SQUEEZE_HOST_DEVICE constexpr bool holds_granule(std::uintptr_t g) const noexcept {
+    return g >= begin && g + granule_bytes <= end;
+  }
+};
+
 /// Bytes a bounded read from address `src` covers: at least `lower` (when lower <= upper),
 /// at most `upper`, and as many more as reach the next segment boundary of the source,
 /// so that the next read, from src + result, starts segment-aligned.

@@ -5,7 +5,8 @@
 // memory (xfer/mapped_memory.hpp), where aligned 128-byte reads are what fills PCIe.
 // A copy reads exactly [src, src + n) and writes exactly [dst, dst + n): whole 16-byte
 // granules inside the range, and the bytes of the (at most two) granules that the range
-// only partly covers with one extra byte-load instruction per warp.
+// only partly covers with one extra byte-load instruction per warp. Callers that know a
+// wider readable range (xfer/bounds.hpp, readable_range) pass it to skip that instruction.
 //
 // Cooperation: every lane of the warp (every thread of the block) calls with the same
 // arguments, converged. The source must not overlap the destination.
@@ -37,11 +38,20 @@ concept copy_policy_like = requires {
   { P::waves_in_flight } -> std::convertible_to<int>;
 } && (P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
 
-/// Warp-cooperative copy of n bytes from src to dst.
+/// Warp-cooperative copy of n bytes from src to dst. Reads exactly [src, src + n).
 template <copy_policy_like Policy = copy_policy>
 SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n) {
   if (n == 0) return;
   detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n), 0, uint4{0, 0, 0, 0});
+}
+
+/// Warp-cooperative copy of n bytes that may read whole edge granules lying inside
+/// `readable` (which must contain [src, src + n)); see readable_range.
+template <copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n, readable_range readable) {
+  if (n == 0) return;
+  detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n, readable), 0,
+                                              uint4{0, 0, 0, 0});
 }
 
 /// Warp-cooperative bounded copy: copies bounded_length(src, lower, upper) bytes and

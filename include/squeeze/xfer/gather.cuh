@@ -6,7 +6,9 @@
 //
 // Rows may have any byte size and any alignment (row_bytes and strides need not be
 // multiples of anything). Rows are read as 16-byte granules (xfer/copy.cuh), so warps issue
-// 128-byte aligned segments, and never past a row's bytes; a warp keeps several rows' reads in flight
+// 128-byte aligned segments; reads stay inside the table [src, src + (src_rows - 1) *
+// src_stride + row_bytes) (a row's edge granules may take bytes of its neighbours, never
+// bytes outside the table); a warp keeps several rows' reads in flight
 // (gather_policy::rows_in_flight) so that small rows still fill the link.
 //
 // An index >= src_rows is not followed: its output row is left untouched and
@@ -102,12 +104,16 @@ SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t fi
   auto* dst = static_cast<std::byte*>(a.dst);
   const unsigned valid_mask = __ballot_sync(full_warp_mask, my_valid);
 
+  // The table is readable as a whole: a row's edge granules are read whole unless they
+  // stick out of the table (its first and last rows at most).
+  const readable_range table =
+      readable_range::of(src, a.src_rows == 0 ? 0 : (a.src_rows - 1) * a.src_stride + a.row_bytes);
   // Row r's copy plan, rebuilt where needed rather than kept (keeps registers for loads).
   const auto plan_of = [&](int r) {
     const std::size_t row = __shfl_sync(full_warp_mask, my_row, r);
     const bool live = r < rows && ((valid_mask >> r) & 1u) != 0;
     return detail::make_plan(dst + (first + r) * a.dst_stride, src + row * a.src_stride,
-                             live ? a.row_bytes : 0);
+                             live ? a.row_bytes : 0, table);
   };
   if (a.row_bytes <= one_wave_row_bytes) {
     // Small rows: every row's loads first, then the shuffles and stores.
@@ -132,7 +138,7 @@ SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t fi
       const std::size_t row = __shfl_sync(full_warp_mask, my_row, r);
       if (((valid_mask >> r) & 1u) == 0) continue;
       warp_copy<typename Policy::copy>(dst + (first + r) * a.dst_stride, src + row * a.src_stride,
-                                       a.row_bytes);
+                                       a.row_bytes, table);
     }
   }
 }
