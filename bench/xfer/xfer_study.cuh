@@ -407,15 +407,11 @@ inline void check_gathered(const std::string& what, std::span<const std::byte> g
 template <class Work>
 core::timing_summary time_host(core::timing_options options, Work&& work) {
   using clock = std::chrono::steady_clock;
-  for (int i = 0; i < options.warmup; ++i) work();
-  std::vector<double> samples;
-  samples.reserve(static_cast<std::size_t>(options.repeats));
-  for (int i = 0; i < options.repeats; ++i) {
+  return core::collect(options, [&] {
     const auto start = clock::now();
     work();
-    samples.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
-  }
-  return core::summarize(std::move(samples));
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  });
 }
 
 // ---- the naive zero-copy kernel -------------------------------------------------------------
@@ -531,12 +527,7 @@ class gpu_study {
   /// verify, then config.timing_for(m) warm-up and timed runs of time_once.
   core::timing_summary measure(method m, placement p) {
     verify(m, p);
-    const core::timing_options timing = config_.timing_for(m);
-    for (int i = 0; i < timing.warmup; ++i) static_cast<void>(time_once(m, p));
-    std::vector<double> samples;
-    samples.reserve(static_cast<std::size_t>(timing.repeats));
-    for (int i = 0; i < timing.repeats; ++i) samples.push_back(time_once(m, p));
-    return core::summarize(std::move(samples));
+    return core::collect(config_.timing_for(m), [&] { return time_once(m, p); });
   }
 
  private:

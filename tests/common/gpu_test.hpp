@@ -2,10 +2,13 @@
 #pragma once
 
 #include <squeeze/core/buffer.hpp>
+#include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/device.hpp>
+#include <squeeze/xfer/mapped_memory.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -38,5 +41,38 @@ inline long long first_mismatch(const std::byte* a, const std::byte* b, std::siz
   }
   return -1;
 }
+
+/// Where the bytes a kernel reads live.
+enum class source_kind { device, mapped_host };
+
+inline const char* name(source_kind k) { return k == source_kind::device ? "DeviceMemory" : "MappedHost"; }
+
+/// `bytes` random bytes in device memory or in mapped host memory, allocated to exactly
+/// that size (so compute-sanitizer sees any read past it), with the host copy that
+/// results are compared against. data() is the address kernels read.
+class source_bytes {
+ public:
+  source_bytes() = default;
+  source_bytes(source_kind kind, std::size_t bytes, std::uint64_t seed)
+      : host_{random_bytes(bytes, seed)} {
+    if (kind == source_kind::device) {
+      device_ = core::device_buffer<std::byte>{bytes};
+      SQUEEZE_CUDA_TRY(cudaMemcpy(device_.data(), host_.data(), bytes, cudaMemcpyHostToDevice));
+      data_ = device_.data();
+    } else {
+      mapped_ = xfer::allocate_mapped<std::byte>(bytes);
+      std::copy(host_.begin(), host_.end(), mapped_.data());
+      data_ = mapped_.device_data();
+    }
+  }
+  [[nodiscard]] const std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] const std::vector<std::byte>& host() const noexcept { return host_; }
+
+ private:
+  std::vector<std::byte> host_;
+  core::device_buffer<std::byte> device_;
+  core::pinned_buffer<std::byte> mapped_;
+  const std::byte* data_ = nullptr;
+};
 
 }  // namespace squeeze::test

@@ -101,25 +101,14 @@ SQUEEZE_KERNEL(32) void stream_double_buffered(const load_job* jobs, const std::
   if (threadIdx.x == 0) loads[blockIdx.x] = count;
 }
 
-enum class source_kind { device, mapped_host };
-
-class AsyncTest : public ::testing::TestWithParam<source_kind> {
+class AsyncTest : public ::testing::TestWithParam<squeeze::test::source_kind> {
  protected:
   static constexpr std::size_t pool_bytes = std::size_t{4} << 20;
 
   void SetUp() override {
     SQUEEZE_REQUIRE_GPU();
-    host_pool_ = squeeze::test::random_bytes(pool_bytes, 0xA51C);
-    if (GetParam() == source_kind::device) {
-      device_pool_ = core::device_buffer<std::byte>{pool_bytes};
-      SQUEEZE_CUDA_TRY(cudaMemcpy(device_pool_.data(), host_pool_.data(), pool_bytes,
-                                  cudaMemcpyHostToDevice));
-      src_ = device_pool_.data();
-    } else {
-      mapped_pool_ = xfer::allocate_mapped<std::byte>(pool_bytes);
-      std::copy(host_pool_.begin(), host_pool_.end(), mapped_pool_.data());
-      src_ = mapped_pool_.device_data();
-    }
+    pool_ = squeeze::test::source_bytes{GetParam(), pool_bytes, 0xA51C};
+    src_ = pool_.data();
   }
 
   // Jobs at every source alignment 0..127, lengths 0..max_len.
@@ -162,7 +151,7 @@ class AsyncTest : public ::testing::TestWithParam<source_kind> {
     SQUEEZE_CUDA_TRY(cudaMemcpy(got_out.data(), out.data(), out.bytes(), cudaMemcpyDeviceToHost));
     std::vector<std::byte> want(dst_bytes, squeeze::test::poison);
     for (const auto& j : js) {
-      std::copy_n(host_pool_.begin() + static_cast<std::ptrdiff_t>(j.src_offset), j.n,
+      std::copy_n(pool_.host().begin() + static_cast<std::ptrdiff_t>(j.src_offset), j.n,
                   want.begin() + static_cast<std::ptrdiff_t>(j.dst_offset));
     }
     for (std::size_t k = 0; k < js.size(); ++k) {
@@ -180,9 +169,7 @@ class AsyncTest : public ::testing::TestWithParam<source_kind> {
     last_out_ = std::move(got_out);
   }
 
-  std::vector<std::byte> host_pool_;
-  core::device_buffer<std::byte> device_pool_;
-  core::pinned_buffer<std::byte> mapped_pool_;
+  squeeze::test::source_bytes pool_;
   const std::byte* src_ = nullptr;
   std::vector<unsigned> last_out_;
 };
@@ -232,7 +219,6 @@ TEST_P(AsyncTest, DoubleBufferedBoundedStream) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, AsyncTest,
-                         ::testing::Values(source_kind::device, source_kind::mapped_host),
-                         [](const auto& info) {
-                           return info.param == source_kind::device ? "DeviceMemory" : "MappedHost";
-                         });
+                         ::testing::Values(squeeze::test::source_kind::device,
+                                           squeeze::test::source_kind::mapped_host),
+                         [](const auto& info) { return squeeze::test::name(info.param); });

@@ -103,25 +103,14 @@ job_set make_jobs(const std::vector<std::array<std::size_t, 4>>& specs,  // {sa,
   return set;
 }
 
-enum class source_kind { device, mapped_host };
-
-class CopyTest : public ::testing::TestWithParam<source_kind> {
+class CopyTest : public ::testing::TestWithParam<squeeze::test::source_kind> {
  protected:
   static constexpr std::size_t pool_bytes = std::size_t{8} << 20;
 
   void SetUp() override {
     SQUEEZE_REQUIRE_GPU();
-    host_pool_ = squeeze::test::random_bytes(pool_bytes, 0xC0FFEE);
-    if (GetParam() == source_kind::device) {
-      device_pool_ = core::device_buffer<std::byte>{pool_bytes};
-      SQUEEZE_CUDA_TRY(cudaMemcpy(device_pool_.data(), host_pool_.data(), pool_bytes,
-                                  cudaMemcpyHostToDevice));
-      src_ = device_pool_.data();
-    } else {
-      mapped_pool_ = xfer::allocate_mapped<std::byte>(pool_bytes);
-      std::copy(host_pool_.begin(), host_pool_.end(), mapped_pool_.data());
-      src_ = mapped_pool_.device_data();
-    }
+    pool_ = squeeze::test::source_bytes{GetParam(), pool_bytes, 0xC0FFEE};
+    src_ = pool_.data();
   }
 
   // Runs the jobs through Api and checks every output byte (copied ranges and guards)
@@ -162,7 +151,7 @@ class CopyTest : public ::testing::TestWithParam<source_kind> {
         ASSERT_TRUE(n >= std::min(job.lower, job.n)) << "job " << j;
       }
       ASSERT_EQ(got_n[j], n) << "job " << j;
-      std::copy_n(host_pool_.begin() + static_cast<std::ptrdiff_t>(job.src_offset), n,
+      std::copy_n(pool_.host().begin() + static_cast<std::ptrdiff_t>(job.src_offset), n,
                   want.begin() + static_cast<std::ptrdiff_t>(job.dst_offset));
     }
     for (std::size_t j = 0; j < count; ++j) {
@@ -178,9 +167,7 @@ class CopyTest : public ::testing::TestWithParam<source_kind> {
     ASSERT_EQ(bad, -1) << "a byte outside every copied range was written, at output offset " << bad;
   }
 
-  std::vector<std::byte> host_pool_;
-  core::device_buffer<std::byte> device_pool_;
-  core::pinned_buffer<std::byte> mapped_pool_;
+  squeeze::test::source_bytes pool_;
   const std::byte* src_ = nullptr;
 };
 
@@ -271,7 +258,7 @@ TEST_P(CopyTest, BoundedReadsOfAStreamCoverItExactly) {
   for (std::size_t j = 0; j < set.jobs.size(); ++j) {
     const copy_job& job = set.jobs[j];
     EXPECT_EQ(squeeze::test::first_mismatch(got.data() + job.dst_offset,
-                                            host_pool_.data() + job.src_offset, job.n), -1)
+                                            pool_.host().data() + job.src_offset, job.n), -1)
         << "stream at alignment " << job.src_offset % 128;
     // 10000 B in reads of >= 128 B ending on boundaries: at most 10000/128 + 1 reads.
     EXPECT_LE(nreads[j], 10000u / 128 + 1);
@@ -279,7 +266,6 @@ TEST_P(CopyTest, BoundedReadsOfAStreamCoverItExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, CopyTest,
-                         ::testing::Values(source_kind::device, source_kind::mapped_host),
-                         [](const auto& info) {
-                           return info.param == source_kind::device ? "DeviceMemory" : "MappedHost";
-                         });
+                         ::testing::Values(squeeze::test::source_kind::device,
+                                           squeeze::test::source_kind::mapped_host),
+                         [](const auto& info) { return squeeze::test::name(info.param); });

@@ -25,7 +25,7 @@ using squeeze::status;
 // external linkage.
 namespace gather_test {
 
-enum class source_kind { device, mapped_host };
+using squeeze::test::source_kind;
 
 struct gather_case {
   std::size_t row_bytes;
@@ -48,20 +48,9 @@ gather_run<Index> run_gather(source_kind kind, const gather_case& c, std::size_t
   // The table starts 3 bytes past an allocation's start, so rows are misaligned even when
   // the stride is a multiple of 16.
   constexpr std::size_t skew = 3;
-  table = squeeze::test::random_bytes(rows * src_stride + skew, rows * 7919 + c.row_bytes);
-  core::device_buffer<std::byte> device_table;
-  core::pinned_buffer<std::byte> mapped_table;
-  const std::byte* src = nullptr;
-  if (kind == source_kind::device) {
-    device_table = core::device_buffer<std::byte>{table.size()};
-    SQUEEZE_CUDA_TRY(cudaMemcpy(device_table.data(), table.data(), table.size(), cudaMemcpyHostToDevice));
-    src = device_table.data() + skew;
-  } else {
-    mapped_table = xfer::allocate_mapped<std::byte>(table.size());
-    std::copy(table.begin(), table.end(), mapped_table.data());
-    src = mapped_table.device_data() + skew;
-  }
-  table.erase(table.begin(), table.begin() + skew);
+  const squeeze::test::source_bytes source{kind, rows * src_stride + skew, rows * 7919 + c.row_bytes};
+  const std::byte* src = source.data() + skew;
+  table.assign(source.host().begin() + skew, source.host().end());
 
   core::device_buffer<Index> d_indices{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride + 64};

@@ -30,3 +30,15 @@ TEST(Timer, SummaryTakesMedianMinMax) {
   EXPECT_DOUBLE_EQ(even.median_ms, 3.0);
   EXPECT_EQ(squeeze::core::summarize({}).samples, 0);
 }
+
+TEST(Timer, CollectDiscardsWarmupAndSummarizesRepeats) {
+  int calls = 0;
+  const auto s = squeeze::core::collect({.warmup = 2, .repeats = 5}, [&] {
+    ++calls;
+    return calls <= 2 ? 1000.0 : static_cast<double>(calls);  // warm-up runs are slow
+  });
+  EXPECT_EQ(calls, 7);
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_DOUBLE_EQ(s.median_ms, 5.0);  // samples 3..7
+  EXPECT_DOUBLE_EQ(s.max_ms, 7.0);
+}

@@ -43,7 +43,8 @@ class stream {
 };
 
 /// `count` elements of T in device memory. Allocated with cudaMalloc, or stream-ordered
-/// (cudaMallocAsync / cudaFreeAsync) when constructed with a stream.
+/// (cudaMallocAsync, then cudaFreeAsync on the same stream at destruction) when
+/// constructed with a stream: that stream must outlive the buffer.
 template <class T>
   requires std::is_trivially_copyable_v<T>
 class device_buffer {

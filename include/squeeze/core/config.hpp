@@ -40,6 +40,8 @@
 // Declares a kernel: hidden visibility (a header-only library instantiates the same
 // template kernel in many shared objects; hidden symbols keep each its own copy, as
 // CUB does) and launch bounds, so the register budget is fixed where the kernel is.
+// Visibility needs external linkage: declare such kernels in a named namespace, not an
+// anonymous one (nvcc rejects the attribute there).
 //   template <class Policy>
 //   SQUEEZE_KERNEL(Policy::block_threads) void my_kernel(args...);
 #define SQUEEZE_KERNEL(max_threads) __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads)

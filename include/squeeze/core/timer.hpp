@@ -86,21 +86,30 @@ inline timing_summary summarize(std::vector<double> samples) {
   return s;
 }
 
-/// Runs `work()` (which enqueues on `stream`) warmup + repeats times and returns the
-/// summary of the timed runs.
-template <class Work>
-timing_summary time_region(cudaStream_t stream, timing_options options, Work&& work) {
-  for (int i = 0; i < options.warmup; ++i) work();
+/// Calls `sample()` (which runs something and returns its time in milliseconds)
+/// options.warmup times, discarding the results, then options.repeats times, and
+/// summarizes those. The building block of every timing loop: what is timed, and how
+/// (events, host clock, an untimed step before each run), is the caller's.
+template <class Sample>
+timing_summary collect(timing_options options, Sample&& sample) {
+  for (int i = 0; i < options.warmup; ++i) static_cast<void>(sample());
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(options.repeats));
+  for (int i = 0; i < options.repeats; ++i) samples.push_back(sample());
+  return summarize(std::move(samples));
+}
+
+/// Runs `work()` (which enqueues on `stream`) warmup + repeats times, each run timed alone
+/// with a pair of events, and returns the summary of the timed runs.
+template <class Work>
+timing_summary time_region(cudaStream_t stream, timing_options options, Work&& work) {
   event_timer timer{stream};
-  for (int i = 0; i < options.repeats; ++i) {
+  return collect(options, [&] {
     timer.start();
     work();
     timer.stop();
-    samples.push_back(timer.elapsed_ms());
-  }
-  return summarize(std::move(samples));
+    return static_cast<double>(timer.elapsed_ms());
+  });
 }
 
 }  // namespace squeeze::core
