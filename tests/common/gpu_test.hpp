@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -46,6 +47,7 @@ inline long long first_mismatch(const std::byte* a, const std::byte* b, std::siz
 enum class source_kind { device, mapped_host };
 
 inline const char* name(source_kind k) { return k == source_kind::device ? "DeviceMemory" : "MappedHost"; }
+inline void PrintTo(source_kind k, std::ostream* os) { *os << name(k); }  // readable test names
 
 /// `bytes` random bytes in device memory or in mapped host memory, allocated to exactly
 /// that size (so compute-sanitizer sees any read past it), with the host copy that

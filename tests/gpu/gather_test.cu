@@ -33,6 +33,10 @@ struct gather_case {
   std::size_t dst_pad;  // dst_stride = row_bytes + dst_pad
 };
 
+inline void PrintTo(const gather_case& c, std::ostream* os) {
+  *os << "row " << c.row_bytes << " B, src pad " << c.src_pad << ", dst pad " << c.dst_pad;
+}
+
 template <class Index>
 struct gather_run {
   std::vector<std::byte> got;
