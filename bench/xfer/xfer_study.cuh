@@ -164,7 +164,9 @@ inline unsigned default_gather_threads() {
 }
 
 /// GB/s (1e9 bytes per second) of moving `bytes` in `ms` milliseconds.
-inline double gbps(std::size_t bytes, double ms) { return static_cast<double>(bytes) / (ms * 1e6); }
+inline double gbps(std::size_t bytes, double ms) {
+  return static_cast<double>(bytes) / (ms * 1e6);
+}
 
 // ---- host threads -----------------------------------------------------------------------
 
@@ -705,8 +707,8 @@ inline std::vector<std::string> study_notes(const study_config& config, unsigned
 // ---- the tour's section -----------------------------------------------------------------------
 
 /// The tour's short version of the study: 20k items (at least 32 MiB), 256 B .. 16 KiB,
-/// aligned and misaligned; CPU gather, naive zero-copy and squeeze against the bulk ceiling. Without
-/// a GPU: the CPU gather alone against a contiguous host copy (no targets).
+/// aligned and misaligned; CPU gather, naive zero-copy and squeeze against the bulk ceiling.
+/// Without a GPU: the CPU gather alone against a contiguous host copy (no targets).
 inline void tour_section(report_table& table, const tour_context& context) {
   study_config config;
   config.items = 20'000;

@@ -23,7 +23,8 @@ int main(int argc, char** argv) try {
   const std::size_t nodes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
   const std::size_t features = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 100;
   const std::size_t batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 100'000;
-  SQUEEZE_EXPECTS(nodes > 0 && features > 0 && batch > 0, "nodes, features and batch must be positive");
+  SQUEEZE_EXPECTS(nodes > 0 && features > 0 && batch > 0,
+                  "nodes, features and batch must be positive");
 
   const auto presence = core::detect_devices();
   if (!presence.present()) {
@@ -68,9 +69,11 @@ int main(int argc, char** argv) try {
   std::vector<float> got(batch * features);
   out.copy_to(std::span<float>{got}, stream);
   squeeze::status st{};
-  SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&st, d_status.data(), sizeof st, cudaMemcpyDeviceToHost, stream));
+  SQUEEZE_CUDA_TRY(
+      cudaMemcpyAsync(&st, d_status.data(), sizeof st, cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
-  if (st != squeeze::status::ok) throw squeeze::error{std::string{"gather reported: "} + squeeze::to_string(st)};
+  if (st != squeeze::status::ok)
+    throw squeeze::error{std::string{"gather reported: "} + squeeze::to_string(st)};
   for (std::size_t i = 0; i < batch; ++i) {
     const float* want = table.data() + static_cast<std::size_t>(ids[i]) * features;
     for (std::size_t f = 0; f < features; ++f) {
@@ -86,14 +89,16 @@ int main(int argc, char** argv) try {
   auto staging = core::pinned_buffer<std::byte>{bytes};
   core::device_buffer<std::byte> bulk_dst{bytes};
   const auto bulk = core::time_region(stream, {.warmup = 2, .repeats = 10}, [&] {
-    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(bulk_dst.data(), staging.data(), bytes, cudaMemcpyHostToDevice, stream));
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpyAsync(bulk_dst.data(), staging.data(), bytes, cudaMemcpyHostToDevice, stream));
   });
 
   const double gb = static_cast<double>(bytes) / 1e9;
-  std::printf("gathered %zu rows of %zu B (%.1f MB): %.3f ms, %.1f GB/s; one cudaMemcpy of the same "
-              "bytes: %.3f ms, %.1f GB/s; ratio %.2f\n",
-              batch, row_bytes, gb * 1e3, gather.median_ms, gb / (gather.median_ms * 1e-3),
-              bulk.median_ms, gb / (bulk.median_ms * 1e-3), bulk.median_ms / gather.median_ms);
+  std::printf(
+      "gathered %zu rows of %zu B (%.1f MB): %.3f ms, %.1f GB/s; one cudaMemcpy of the same "
+      "bytes: %.3f ms, %.1f GB/s; ratio %.2f\n",
+      batch, row_bytes, gb * 1e3, gather.median_ms, gb / (gather.median_ms * 1e-3), bulk.median_ms,
+      gb / (bulk.median_ms * 1e-3), bulk.median_ms / gather.median_ms);
   std::printf("check: all %zu rows match the table\n", batch);
   return 0;
 } catch (const std::exception& e) {

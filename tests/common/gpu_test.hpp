@@ -16,10 +16,11 @@
 #include <vector>
 
 /// Skips the current test (reported as skipped, never passed) when no CUDA device is there.
-#define SQUEEZE_REQUIRE_GPU()                                                                    \
-  do {                                                                                           \
-    static const auto squeeze_presence_ = ::squeeze::core::detect_devices();                     \
-    if (!squeeze_presence_.present()) GTEST_SKIP() << "no CUDA device: " << squeeze_presence_.reason; \
+#define SQUEEZE_REQUIRE_GPU()                                                \
+  do {                                                                       \
+    static const auto squeeze_presence_ = ::squeeze::core::detect_devices(); \
+    if (!squeeze_presence_.present())                                        \
+      GTEST_SKIP() << "no CUDA device: " << squeeze_presence_.reason;        \
   } while (false)
 
 namespace squeeze::test {
@@ -46,8 +47,12 @@ inline long long first_mismatch(const std::byte* a, const std::byte* b, std::siz
 /// Where the bytes a kernel reads live.
 enum class source_kind { device, mapped_host };
 
-inline const char* name(source_kind k) { return k == source_kind::device ? "DeviceMemory" : "MappedHost"; }
-inline void PrintTo(source_kind k, std::ostream* os) { *os << name(k); }  // readable test names
+inline const char* name(source_kind k) {
+  return k == source_kind::device ? "DeviceMemory" : "MappedHost";
+}
+inline void PrintTo(source_kind k, std::ostream* os) {
+  *os << name(k);
+}  // readable test names
 
 /// `bytes` random bytes in device memory or in mapped host memory, allocated to exactly
 /// that size (so compute-sanitizer sees any read past it), with the host copy that

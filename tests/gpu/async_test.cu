@@ -7,8 +7,8 @@
 #include <squeeze/xfer/bounds.hpp>
 #include <squeeze/xfer/mapped_memory.hpp>
 
-#include <cuda/pipeline>
 #include <gtest/gtest.h>
+#include <cuda/pipeline>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,8 +37,9 @@ constexpr std::size_t smem_bytes = xfer::window_bytes(max_len);
 // One block per job: load [src, src + n) into shared memory, wait, then write the window's
 // bytes out so the host can compare them; offsets[j] receives the window offset.
 template <api Api, int Threads>
-SQUEEZE_KERNEL(Threads) void load_jobs(const load_job* jobs, const std::byte* src, std::byte* dst,
-                                       unsigned* offsets, std::size_t pool_bytes) {
+SQUEEZE_KERNEL(Threads)
+void load_jobs(const load_job* jobs, const std::byte* src, std::byte* dst, unsigned* offsets,
+               std::size_t pool_bytes) {
   __shared__ alignas(16) std::byte window[smem_bytes];
   const load_job job = jobs[blockIdx.x];
   xfer::smem_window w{};
@@ -64,14 +65,16 @@ SQUEEZE_KERNEL(Threads) void load_jobs(const load_job* jobs, const std::byte* sr
     xfer::async_commit();
     xfer::block_async_wait<0>();
   }
-  for (std::size_t i = threadIdx.x; i < w.bytes; i += Threads) dst[job.dst_offset + i] = window[w.offset + i];
+  for (std::size_t i = threadIdx.x; i < w.bytes; i += Threads)
+    dst[job.dst_offset + i] = window[w.offset + i];
   if (threadIdx.x == 0) offsets[blockIdx.x] = w.offset;
 }
 
 // One warp streams job.n bytes through two shared-memory stages of bounded loads
 // (>= 256 B each), consuming one stage while the next is in flight.
-SQUEEZE_KERNEL(32) void stream_double_buffered(const load_job* jobs, const std::byte* src,
-                                               std::byte* dst, unsigned* loads) {
+SQUEEZE_KERNEL(32)
+void stream_double_buffered(const load_job* jobs, const std::byte* src, std::byte* dst,
+                            unsigned* loads) {
   constexpr std::size_t lower = 256;
   constexpr std::size_t stage_bytes = xfer::window_bytes(lower + xfer::segment_bytes);
   __shared__ alignas(16) std::byte stage[2][stage_bytes];
@@ -138,8 +141,8 @@ class AsyncTest : public ::testing::TestWithParam<squeeze::test::source_kind> {
     core::device_buffer<load_job> jobs{js.size()};
     core::device_buffer<std::byte> dst{dst_bytes};
     core::device_buffer<unsigned> out{js.size()};
-    SQUEEZE_CUDA_TRY(cudaMemcpy(jobs.data(), js.data(), js.size() * sizeof(load_job),
-                                cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(jobs.data(), js.data(), js.size() * sizeof(load_job), cudaMemcpyHostToDevice));
     SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst_bytes));
     SQUEEZE_CUDA_TRY(cudaMemset(out.data(), 0xff, out.bytes()));
     launch(jobs.data(), dst.data(), out.data());
@@ -156,8 +159,9 @@ class AsyncTest : public ::testing::TestWithParam<squeeze::test::source_kind> {
     }
     for (std::size_t k = 0; k < js.size(); ++k) {
       const auto& j = js[k];
-      ASSERT_EQ(squeeze::test::first_mismatch(got.data() + j.dst_offset, want.data() + j.dst_offset,
-                                              j.n), -1)
+      ASSERT_EQ(
+          squeeze::test::first_mismatch(got.data() + j.dst_offset, want.data() + j.dst_offset, j.n),
+          -1)
           << "job " << k << " src%128=" << j.src_offset % 128 << " n=" << j.n;
       if (check_offsets) {
         const auto address = reinterpret_cast<std::uintptr_t>(src_ + j.src_offset);
@@ -180,37 +184,56 @@ using namespace async_test;
 
 TEST_P(AsyncTest, WarpLoadEveryAlignment) {
   const auto jobs = make_jobs(11, 4);
-  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::warp, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
-  }, true);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp, 32>
+            <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
 }
 
 TEST_P(AsyncTest, WarpLoadReadingWholeEdgeGranules) {
   const auto jobs = make_jobs(15, 4);
-  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::warp_readable, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
-  }, true);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp_readable, 32>
+            <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
 }
 
 TEST_P(AsyncTest, WarpLoadThroughPipeline) {
   const auto jobs = make_jobs(12, 4);
-  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::warp_pipeline, 32><<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
-  }, true);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp_pipeline, 32>
+            <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
 }
 
 TEST_P(AsyncTest, BlockLoadEveryAlignment) {
   const auto jobs = make_jobs(13, 4);
-  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    load_jobs<api::block, 128><<<static_cast<unsigned>(jobs.size()), 128>>>(j, src_, d, o, pool_bytes);
-  }, true);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::block, 128>
+            <<<static_cast<unsigned>(jobs.size()), 128>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
 }
 
 TEST_P(AsyncTest, DoubleBufferedBoundedStream) {
   const auto jobs = make_jobs(14, 1, 20000);
-  check(jobs, [&](const load_job* j, std::byte* d, unsigned* o) {
-    stream_double_buffered<<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o);
-  }, false);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        stream_double_buffered<<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o);
+      },
+      false);
   // 20000 B in bounded loads of >= 256 B that end on segment boundaries.
   for (const unsigned loads : last_out_) {
     EXPECT_GE(loads, 20000u / (256 + 128));

@@ -35,9 +35,9 @@ enum class api { warp_copy, warp_copy_readable, warp_bounded, block_copy, block_
 constexpr int block_threads = 128;
 
 template <api Api>
-SQUEEZE_KERNEL(block_threads) void run_jobs(const copy_job* jobs, std::size_t count,
-                                            const std::byte* src, std::byte* dst,
-                                            std::size_t* copied, std::size_t pool_bytes) {
+SQUEEZE_KERNEL(block_threads)
+void run_jobs(const copy_job* jobs, std::size_t count, const std::byte* src, std::byte* dst,
+              std::size_t* copied, std::size_t pool_bytes) {
   constexpr bool per_warp =
       Api == api::warp_copy || Api == api::warp_copy_readable || Api == api::warp_bounded;
   const std::size_t workers_per_block = per_warp ? block_threads / 32 : 1;
@@ -62,8 +62,8 @@ SQUEEZE_KERNEL(block_threads) void run_jobs(const copy_job* jobs, std::size_t co
 }
 
 // One warp per job reads job.n bytes as bounded copies of at least job.lower bytes.
-SQUEEZE_KERNEL(32) void read_stream(const copy_job* jobs, const std::byte* src, std::byte* out,
-                                    std::size_t* reads) {
+SQUEEZE_KERNEL(32)
+void read_stream(const copy_job* jobs, const std::byte* src, std::byte* out, std::size_t* reads) {
   const copy_job job = jobs[blockIdx.x];
   std::size_t done = 0;
   std::size_t count = 0;
@@ -121,8 +121,8 @@ class CopyTest : public ::testing::TestWithParam<squeeze::test::source_kind> {
     core::device_buffer<copy_job> jobs{count};
     core::device_buffer<std::size_t> copied{count};
     core::device_buffer<std::byte> dst{set.dst_bytes};
-    SQUEEZE_CUDA_TRY(cudaMemcpy(jobs.data(), set.jobs.data(), count * sizeof(copy_job),
-                                cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(jobs.data(), set.jobs.data(), count * sizeof(copy_job), cudaMemcpyHostToDevice));
     SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
     SQUEEZE_CUDA_TRY(cudaMemset(copied.data(), 0xff, copied.bytes()));
     const auto blocks = static_cast<unsigned>(std::min<std::size_t>(count, 2048));
@@ -221,18 +221,30 @@ std::vector<std::array<std::size_t, 4>> bounded_specs() {
 
 using namespace copy_test;
 
-TEST_P(CopyTest, WarpCopyEveryAlignmentPair) { check<api::warp_copy>(make_jobs(all_alignment_specs(), pool_bytes, 1)); }
-TEST_P(CopyTest, WarpCopyEveryLength) { check<api::warp_copy>(make_jobs(all_length_specs(), pool_bytes, 2)); }
+TEST_P(CopyTest, WarpCopyEveryAlignmentPair) {
+  check<api::warp_copy>(make_jobs(all_alignment_specs(), pool_bytes, 1));
+}
+TEST_P(CopyTest, WarpCopyEveryLength) {
+  check<api::warp_copy>(make_jobs(all_length_specs(), pool_bytes, 2));
+}
 TEST_P(CopyTest, WarpCopyReadingWholeEdgeGranules) {
   // With the whole pool readable, edge granules are read whole; the bytes written must be
   // exactly the same (every alignment pair, every length to 4400).
   check<api::warp_copy_readable>(make_jobs(all_alignment_specs(), pool_bytes, 8));
   check<api::warp_copy_readable>(make_jobs(all_length_specs(), pool_bytes, 9));
 }
-TEST_P(CopyTest, WarpCopyBounded) { check<api::warp_bounded>(make_jobs(bounded_specs(), pool_bytes, 3)); }
-TEST_P(CopyTest, BlockCopyEveryAlignmentPair) { check<api::block_copy>(make_jobs(all_alignment_specs(), pool_bytes, 4)); }
-TEST_P(CopyTest, BlockCopyEveryLength) { check<api::block_copy>(make_jobs(all_length_specs(), pool_bytes, 5)); }
-TEST_P(CopyTest, BlockCopyBounded) { check<api::block_bounded>(make_jobs(bounded_specs(), pool_bytes, 6)); }
+TEST_P(CopyTest, WarpCopyBounded) {
+  check<api::warp_bounded>(make_jobs(bounded_specs(), pool_bytes, 3));
+}
+TEST_P(CopyTest, BlockCopyEveryAlignmentPair) {
+  check<api::block_copy>(make_jobs(all_alignment_specs(), pool_bytes, 4));
+}
+TEST_P(CopyTest, BlockCopyEveryLength) {
+  check<api::block_copy>(make_jobs(all_length_specs(), pool_bytes, 5));
+}
+TEST_P(CopyTest, BlockCopyBounded) {
+  check<api::block_bounded>(make_jobs(bounded_specs(), pool_bytes, 6));
+}
 
 TEST_P(CopyTest, BoundedReadsOfAStreamCoverItExactly) {
   // One warp reads a 10000-byte stream starting at each alignment 0..127 as a sequence of
@@ -247,7 +259,7 @@ TEST_P(CopyTest, BoundedReadsOfAStreamCoverItExactly) {
                               cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   read_stream<<<static_cast<unsigned>(set.jobs.size()), 32>>>(jobs.data(), src_, dst.data(),
-                                                             reads.data());
+                                                              reads.data());
   SQUEEZE_CHECK_LAUNCH();
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   std::vector<std::byte> got(set.dst_bytes);
@@ -258,7 +270,8 @@ TEST_P(CopyTest, BoundedReadsOfAStreamCoverItExactly) {
   for (std::size_t j = 0; j < set.jobs.size(); ++j) {
     const copy_job& job = set.jobs[j];
     EXPECT_EQ(squeeze::test::first_mismatch(got.data() + job.dst_offset,
-                                            pool_.host().data() + job.src_offset, job.n), -1)
+                                            pool_.host().data() + job.src_offset, job.n),
+              -1)
         << "stream at alignment " << job.src_offset % 128;
     // 10000 B in reads of >= 128 B ending on boundaries: at most 10000/128 + 1 reads.
     EXPECT_LE(nreads[j], 10000u / 128 + 1);

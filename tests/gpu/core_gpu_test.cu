@@ -7,13 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "common/gpu_test.hpp"
@@ -39,8 +39,10 @@ struct bit_results {
 
 SQUEEZE_HOST_DEVICE void compute_bits(const std::uint64_t* in, unsigned offset, bit_results& r) {
   const auto* w32 = reinterpret_cast<const std::uint32_t*>(in);
-  for (unsigned width = 0; width <= 32; ++width) r.extract32[width] = core::extract_bits(w32, offset, width);
-  for (unsigned width = 0; width <= 64; ++width) r.extract64[width] = core::extract_bits(in, offset, width);
+  for (unsigned width = 0; width <= 32; ++width)
+    r.extract32[width] = core::extract_bits(w32, offset, width);
+  for (unsigned width = 0; width <= 64; ++width)
+    r.extract64[width] = core::extract_bits(in, offset, width);
   r.deposit32[0] = w32[2];
   r.deposit32[1] = w32[3];
   core::deposit_bits(r.deposit32, offset % 32, 1 + offset % 32, w32[0]);
@@ -119,7 +121,9 @@ TEST(CoreGpu, DeviceQueryDescribesTheGpu) {
   EXPECT_TRUE(info.can_map_host_memory);
   EXPECT_TRUE(info.unified_addressing);
   const std::string text = core::describe(info);
-  EXPECT_NE(text.find("sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor)), std::string::npos) << text;
+  EXPECT_NE(text.find("sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor)),
+            std::string::npos)
+      << text;
 }
 
 TEST(CoreGpu, BuffersRoundTripAndAreStreamOrdered) {
@@ -135,8 +139,9 @@ TEST(CoreGpu, BuffersRoundTripAndAreStreamOrdered) {
   core::device_buffer<std::byte> moved = std::move(a);
   EXPECT_EQ(a.data(), nullptr);
   EXPECT_EQ(moved.size(), data.size());
-  EXPECT_THROW(moved.copy_from(std::span<const std::byte>{std::vector<std::byte>(data.size() + 1)}, s),
-               squeeze::invalid_argument);
+  EXPECT_THROW(
+      moved.copy_from(std::span<const std::byte>{std::vector<std::byte>(data.size() + 1)}, s),
+      squeeze::invalid_argument);
 }
 
 TEST(CoreGpu, MappedMemoryIsReadByKernels) {
@@ -157,10 +162,12 @@ TEST(CoreGpu, MappedMemoryIsReadByKernels) {
   // Existing host memory, registered.
   std::vector<std::byte> heap = data;
   {
-    xfer::host_registration reg{heap.data(), heap.size(), xfer::host_registration::access::read_only};
+    xfer::host_registration reg{heap.data(), heap.size(),
+                                xfer::host_registration::access::read_only};
     ASSERT_NE(reg.device_data(), nullptr);
     SQUEEZE_CUDA_TRY(cudaMemset(sum.data(), 0, 8));
-    sum_bytes<<<64, 256>>>(static_cast<const std::byte*>(reg.device_data()), heap.size(), sum.data());
+    sum_bytes<<<64, 256>>>(static_cast<const std::byte*>(reg.device_data()), heap.size(),
+                           sum.data());
     SQUEEZE_CHECK_LAUNCH();
     SQUEEZE_CUDA_TRY(cudaMemcpy(&got, sum.data(), 8, cudaMemcpyDeviceToHost));
     EXPECT_EQ(got, host_sum(data));
@@ -227,9 +234,8 @@ TEST(CoreGpu, EventTimerMeasuresAKnownDelay) {
   const float ms = t.elapsed_ms();
   EXPECT_GT(ms, 0.5f);
   EXPECT_LT(ms, 20.0f);
-  const auto summary = core::time_region(s, {.warmup = 1, .repeats = 5}, [&] {
-    spin_kernel<<<1, 32, 0, s>>>(cycles / 2);
-  });
+  const auto summary = core::time_region(s, {.warmup = 1, .repeats = 5},
+                                         [&] { spin_kernel<<<1, 32, 0, s>>>(cycles / 2); });
   EXPECT_EQ(summary.samples, 5);
   EXPECT_GT(summary.median_ms, 0.25);
   EXPECT_LE(summary.min_ms, summary.median_ms);

@@ -52,7 +52,8 @@ gather_run<Index> run_gather(source_kind kind, const gather_case& c, std::size_t
   // The table starts 3 bytes past an allocation's start, so rows are misaligned even when
   // the stride is a multiple of 16.
   constexpr std::size_t skew = 3;
-  const squeeze::test::source_bytes source{kind, rows * src_stride + skew, rows * 7919 + c.row_bytes};
+  const squeeze::test::source_bytes source{kind, rows * src_stride + skew,
+                                           rows * 7919 + c.row_bytes};
   const std::byte* src = source.data() + skew;
   table.assign(source.host().begin() + skew, source.host().end());
 
@@ -99,8 +100,9 @@ std::vector<std::byte> reference(const gather_case& c, std::size_t rows,
       if (idx < 0) continue;
     }
     if (static_cast<std::size_t>(idx) >= rows) continue;
-    std::copy_n(table.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(idx) * src_stride),
-                c.row_bytes, want.begin() + static_cast<std::ptrdiff_t>(i * dst_stride));
+    std::copy_n(
+        table.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(idx) * src_stride),
+        c.row_bytes, want.begin() + static_cast<std::ptrdiff_t>(i * dst_stride));
   }
   return want;
 }
@@ -113,8 +115,7 @@ std::vector<Index> random_indices(std::size_t count, std::size_t rows, std::uint
   return v;
 }
 
-class GatherTest
-    : public ::testing::TestWithParam<std::tuple<source_kind, gather_case>> {
+class GatherTest : public ::testing::TestWithParam<std::tuple<source_kind, gather_case>> {
  protected:
   void SetUp() override { SQUEEZE_REQUIRE_GPU(); }
 
@@ -142,9 +143,15 @@ struct one_row_policy : xfer::gather_policy {
 
 using namespace gather_test;
 
-TEST_P(GatherTest, RandomIndicesInt32) { check_random<std::int32_t>(3000, 5003); }
-TEST_P(GatherTest, RandomIndicesInt64) { check_random<std::int64_t>(1000, 777); }
-TEST_P(GatherTest, RandomIndicesUint32) { check_random<std::uint32_t>(5, 100); }
+TEST_P(GatherTest, RandomIndicesInt32) {
+  check_random<std::int32_t>(3000, 5003);
+}
+TEST_P(GatherTest, RandomIndicesInt64) {
+  check_random<std::int64_t>(1000, 777);
+}
+TEST_P(GatherTest, RandomIndicesUint32) {
+  check_random<std::uint32_t>(5, 100);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     RowShapes, GatherTest,
@@ -154,9 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
                           gather_case{17, 13, 0}, gather_case{64, 0, 0}, gather_case{100, 1, 3},
                           gather_case{255, 0, 0}, gather_case{256, 0, 0}, gather_case{257, 128, 7},
                           gather_case{481, 0, 0}, gather_case{482, 3, 0}, gather_case{500, 0, 1},
-                          gather_case{1024, 0, 0}, gather_case{1027, 5, 9},
-                          gather_case{4095, 1, 0}, gather_case{4096, 0, 0},
-                          gather_case{5000, 16, 16})),
+                          gather_case{1024, 0, 0}, gather_case{1027, 5, 9}, gather_case{4095, 1, 0},
+                          gather_case{4096, 0, 0}, gather_case{5000, 16, 16})),
     [](const auto& info) {
       const auto& c = std::get<1>(info.param);
       return std::string{std::get<0>(info.param) == source_kind::device ? "Device" : "Mapped"} +
@@ -185,7 +191,8 @@ TEST(Gather, FewRowsPerWarpPolicyGivesTheSameBytes) {
   const gather_case c{129, 3, 0};
   const auto indices = random_indices<std::int32_t>(999, 500, 5);
   std::vector<std::byte> table;
-  const auto run = run_gather<std::int32_t, one_row_policy>(source_kind::device, c, 500, indices, table);
+  const auto run =
+      run_gather<std::int32_t, one_row_policy>(source_kind::device, c, 500, indices, table);
   EXPECT_EQ(run.st, status::ok);
   const auto want = reference(c, 500, indices, table, run.got.size());
   EXPECT_EQ(squeeze::test::first_mismatch(run.got.data(), want.data(), want.size()), -1);
@@ -213,7 +220,8 @@ TEST(Gather, BadArgumentsThrowBeforeAnyLaunch) {
     xfer::gather_rows(bad, nullptr);
     FAIL() << "no exception";
   } catch (const squeeze::invalid_argument& e) {
-    EXPECT_NE(std::string{e.what()}.find("dst_stride must be at least row_bytes"), std::string::npos);
+    EXPECT_NE(std::string{e.what()}.find("dst_stride must be at least row_bytes"),
+              std::string::npos);
   }
   bad = a;
   bad.src_stride = 8;

@@ -74,7 +74,8 @@ TYPED_TEST(BitsTest, ExtractMatchesReferenceForEveryWidthAndOffset) {
     const auto words = random_words<W>(rng, 3);
     for (unsigned offset = 0; offset < 2 * bits; ++offset) {
       for (unsigned width = 0; width <= bits; ++width) {
-        ASSERT_EQ(core::extract_bits(words.data(), offset, width), ref_extract(words, offset, width))
+        ASSERT_EQ(core::extract_bits(words.data(), offset, width),
+                  ref_extract(words, offset, width))
             << "offset " << offset << " width " << width;
       }
     }

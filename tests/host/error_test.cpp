@@ -9,7 +9,9 @@
 
 namespace {
 
-void needs_positive(int n) { SQUEEZE_EXPECTS(n > 0, "needs_positive: n must be positive"); }
+void needs_positive(int n) {
+  SQUEEZE_EXPECTS(n > 0, "needs_positive: n must be positive");
+}
 
 }  // namespace
 

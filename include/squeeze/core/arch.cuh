@@ -20,7 +20,9 @@ SQUEEZE_DEVICE unsigned lane_id() {
 
 /// 16-byte load cached in L2 only: streaming reads of mapped host memory or of data
 /// read once, which would only evict useful lines from L1.
-SQUEEZE_DEVICE uint4 load_global_cg(const uint4* p) { return __ldcg(p); }
+SQUEEZE_DEVICE uint4 load_global_cg(const uint4* p) {
+  return __ldcg(p);
+}
 
 /// Shared-memory address of a generic pointer into shared memory.
 SQUEEZE_DEVICE std::uint32_t shared_address(const void* p) {
@@ -31,8 +33,7 @@ SQUEEZE_DEVICE std::uint32_t shared_address(const void* p) {
 /// 16-byte aligned. Falls back to a synchronous copy before sm_80.
 SQUEEZE_DEVICE void cp_async_16(void* smem, const void* gmem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(smem)),
-               "l"(gmem)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(smem)), "l"(gmem)
                : "memory");
 #else
   *static_cast<uint4*>(smem) = __ldcg(static_cast<const uint4*>(gmem));

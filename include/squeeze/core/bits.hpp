@@ -27,9 +27,9 @@ concept bit_word = std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::ui
 
 /// Reinterprets the bits of `from` as a `To` of the same size.
 template <class To, class From>
-  requires(sizeof(To) == sizeof(From) && std::is_trivially_copyable_v<To> &&
-           std::is_trivially_copyable_v<From>)
-SQUEEZE_HOST_DEVICE constexpr To bit_cast(const From& from) noexcept {
+requires(sizeof(To) == sizeof(From) && std::is_trivially_copyable_v<To> &&
+         std::is_trivially_copyable_v<From>) SQUEEZE_HOST_DEVICE constexpr To
+    bit_cast(const From& from) noexcept {
   return __builtin_bit_cast(To, from);
 }
 
@@ -48,11 +48,15 @@ template <bit_word W>
 SQUEEZE_HOST_DEVICE constexpr int popcount(W x) noexcept {
   if (!__builtin_is_constant_evaluated()) {
 #if SQUEEZE_DEVICE_PASS
-    if constexpr (sizeof(W) == 4) return __popc(x);
-    else return __popcll(x);
+    if constexpr (sizeof(W) == 4)
+      return __popc(x);
+    else
+      return __popcll(x);
 #else
-    if constexpr (sizeof(W) == 4) return __builtin_popcount(x);
-    else return __builtin_popcountll(x);
+    if constexpr (sizeof(W) == 4)
+      return __builtin_popcount(x);
+    else
+      return __builtin_popcountll(x);
 #endif
   }
   int n = 0;
@@ -65,12 +69,16 @@ template <bit_word W>
 SQUEEZE_HOST_DEVICE constexpr int countl_zero(W x) noexcept {
   if (!__builtin_is_constant_evaluated()) {
 #if SQUEEZE_DEVICE_PASS
-    if constexpr (sizeof(W) == 4) return __clz(x);
-    else return __clzll(x);
+    if constexpr (sizeof(W) == 4)
+      return __clz(x);
+    else
+      return __clzll(x);
 #else
     if (x == 0) return word_bits<W>;
-    if constexpr (sizeof(W) == 4) return __builtin_clz(x);
-    else return __builtin_clzll(x);
+    if constexpr (sizeof(W) == 4)
+      return __builtin_clz(x);
+    else
+      return __builtin_clzll(x);
 #endif
   }
   int n = 0;
@@ -84,11 +92,15 @@ SQUEEZE_HOST_DEVICE constexpr int countr_zero(W x) noexcept {
   if (x == 0) return word_bits<W>;
   if (!__builtin_is_constant_evaluated()) {
 #if SQUEEZE_DEVICE_PASS
-    if constexpr (sizeof(W) == 4) return __ffs(static_cast<int>(x)) - 1;
-    else return __ffsll(static_cast<long long>(x)) - 1;
+    if constexpr (sizeof(W) == 4)
+      return __ffs(static_cast<int>(x)) - 1;
+    else
+      return __ffsll(static_cast<long long>(x)) - 1;
 #else
-    if constexpr (sizeof(W) == 4) return __builtin_ctz(x);
-    else return __builtin_ctzll(x);
+    if constexpr (sizeof(W) == 4)
+      return __builtin_ctz(x);
+    else
+      return __builtin_ctzll(x);
 #endif
   }
   int n = 0;
@@ -98,7 +110,7 @@ SQUEEZE_HOST_DEVICE constexpr int countr_zero(W x) noexcept {
 
 /// Bits [shift, shift + 32) of the 64-bit value hi:lo; shift in [0, 32].
 SQUEEZE_HOST_DEVICE constexpr std::uint32_t funnel_shift_right(std::uint32_t lo, std::uint32_t hi,
-                                                              unsigned shift) noexcept {
+                                                               unsigned shift) noexcept {
 #if SQUEEZE_DEVICE_PASS
   if (!__builtin_is_constant_evaluated()) return __funnelshift_rc(lo, hi, shift);
 #endif
@@ -158,29 +170,26 @@ SQUEEZE_HOST_DEVICE constexpr void deposit_bits(W* words, std::uint64_t bit_offs
 // ---- integer and pointer alignment -------------------------------------------------
 
 template <class T>
-  requires std::is_unsigned_v<T>
-SQUEEZE_HOST_DEVICE constexpr bool is_pow2(T x) noexcept {
+requires std::is_unsigned_v<T> SQUEEZE_HOST_DEVICE constexpr bool is_pow2(T x) noexcept {
   return x != 0 && (x & (x - 1)) == 0;
 }
 
 /// ceil(a / b) for b > 0.
 template <class T>
-  requires std::is_integral_v<T>
-SQUEEZE_HOST_DEVICE constexpr T div_ceil(T a, T b) noexcept {
+requires std::is_integral_v<T> SQUEEZE_HOST_DEVICE constexpr T div_ceil(T a, T b) noexcept {
   return (a + b - 1) / b;
 }
 
 /// Largest multiple of `alignment` (a power of two) not above x.
 template <class T>
-  requires std::is_unsigned_v<T>
-SQUEEZE_HOST_DEVICE constexpr T align_down(T x, T alignment) noexcept {
+requires std::is_unsigned_v<T> SQUEEZE_HOST_DEVICE constexpr T align_down(T x,
+                                                                          T alignment) noexcept {
   return x & ~(alignment - 1);
 }
 
 /// Smallest multiple of `alignment` (a power of two) not below x.
 template <class T>
-  requires std::is_unsigned_v<T>
-SQUEEZE_HOST_DEVICE constexpr T align_up(T x, T alignment) noexcept {
+requires std::is_unsigned_v<T> SQUEEZE_HOST_DEVICE constexpr T align_up(T x, T alignment) noexcept {
   return (x + alignment - 1) & ~(alignment - 1);
 }
 

@@ -46,15 +46,15 @@ class stream {
 /// (cudaMallocAsync, then cudaFreeAsync on the same stream at destruction) when
 /// constructed with a stream: that stream must outlive the buffer.
 template <class T>
-  requires std::is_trivially_copyable_v<T>
+requires std::is_trivially_copyable_v<T>
 class device_buffer {
  public:
   device_buffer() = default;
   explicit device_buffer(std::size_t count) : size_{count} {
     if (count > 0) SQUEEZE_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
   }
-  device_buffer(std::size_t count, cudaStream_t stream) : size_{count}, stream_{stream},
-                                                          stream_ordered_{true} {
+  device_buffer(std::size_t count, cudaStream_t stream)
+      : size_{count}, stream_{stream}, stream_ordered_{true} {
     if (count > 0) {
       SQUEEZE_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes(), stream));
     }
@@ -75,15 +75,17 @@ class device_buffer {
 
   /// Copies host data into the buffer's first `host.size()` elements, ordered on `stream`.
   void copy_from(std::span<const T> host, cudaStream_t stream) {
-    SQUEEZE_EXPECTS(host.size() <= size_, "device_buffer::copy_from: source is larger than the buffer");
-    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(data_, host.data(), host.size_bytes(),
-                                     cudaMemcpyDefault, stream));
+    SQUEEZE_EXPECTS(host.size() <= size_,
+                    "device_buffer::copy_from: source is larger than the buffer");
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpyAsync(data_, host.data(), host.size_bytes(), cudaMemcpyDefault, stream));
   }
   /// Copies the buffer's first `host.size()` elements to host memory, ordered on `stream`.
   void copy_to(std::span<T> host, cudaStream_t stream) const {
-    SQUEEZE_EXPECTS(host.size() <= size_, "device_buffer::copy_to: destination is larger than the buffer");
-    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(host.data(), data_, host.size_bytes(),
-                                     cudaMemcpyDefault, stream));
+    SQUEEZE_EXPECTS(host.size() <= size_,
+                    "device_buffer::copy_to: destination is larger than the buffer");
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpyAsync(host.data(), data_, host.size_bytes(), cudaMemcpyDefault, stream));
   }
   /// Sets every byte to `byte`, ordered on `stream` (poisoning outputs in tests).
   void fill_bytes(int byte, cudaStream_t stream) {
@@ -100,8 +102,10 @@ class device_buffer {
  private:
   void release() noexcept {
     if (data_ == nullptr) return;
-    if (stream_ordered_) static_cast<void>(cudaFreeAsync(data_, stream_));
-    else static_cast<void>(cudaFree(data_));
+    if (stream_ordered_)
+      static_cast<void>(cudaFreeAsync(data_, stream_));
+    else
+      static_cast<void>(cudaFree(data_));
     data_ = nullptr;
   }
 
@@ -115,13 +119,14 @@ class device_buffer {
 enum class host_memory {
   pinned,                 ///< page-locked: fast cudaMemcpyAsync, not addressable by kernels
   mapped,                 ///< page-locked and mapped: kernels read it directly (zero-copy)
-  mapped_write_combined,  ///< mapped, write-combined: fast host writes and GPU reads, slow host reads
+  mapped_write_combined,  ///< mapped, write-combined: fast host writes and GPU reads, slow host
+                          ///< reads
 };
 
 /// `count` elements of T in page-locked host memory (cudaHostAlloc). For mapped kinds,
 /// device_data() is the pointer kernels use.
 template <class T>
-  requires std::is_trivially_copyable_v<T>
+requires std::is_trivially_copyable_v<T>
 class pinned_buffer {
  public:
   pinned_buffer() = default;
@@ -133,8 +138,8 @@ class pinned_buffer {
     if (kind == host_memory::mapped_write_combined) flags |= cudaHostAllocWriteCombined;
     SQUEEZE_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&data_), bytes(), flags));
     if (kind != host_memory::pinned) {
-      const cudaError_t mapped = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_data_),
-                                                          data_, 0);
+      const cudaError_t mapped =
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_data_), data_, 0);
       if (mapped != cudaSuccess) {
         static_cast<void>(cudaFreeHost(data_));
         data_ = nullptr;

@@ -45,7 +45,7 @@
 //   template <class Policy>
 //   SQUEEZE_KERNEL(Policy::block_threads) void my_kernel(args...);
 #define SQUEEZE_KERNEL(max_threads) __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads)
-#define SQUEEZE_KERNEL_MIN_BLOCKS(max_threads, min_blocks)                                       \
+#define SQUEEZE_KERNEL_MIN_BLOCKS(max_threads, min_blocks) \
   __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads, min_blocks)
 
 #define SQUEEZE_STRINGIFY_IMPL(x) #x

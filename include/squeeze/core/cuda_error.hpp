@@ -28,13 +28,13 @@ namespace squeeze::detail {
 
 /// Evaluates a CUDA runtime call once; throws squeeze::cuda_error unless it returned
 /// cudaSuccess. Also clears the sticky "last error" so a later check is not confused.
-#define SQUEEZE_CUDA_TRY(call)                                                                   \
-  do {                                                                                           \
-    if (const cudaError_t squeeze_status_ = (call); squeeze_status_ != cudaSuccess) {            \
-      static_cast<void>(cudaGetLastError());                                                     \
-      ::squeeze::detail::throw_cuda_error(squeeze_status_, #call,                                \
-                                          std::source_location::current());                      \
-    }                                                                                            \
+#define SQUEEZE_CUDA_TRY(call)                                                        \
+  do {                                                                                \
+    if (const cudaError_t squeeze_status_ = (call); squeeze_status_ != cudaSuccess) { \
+      static_cast<void>(cudaGetLastError());                                          \
+      ::squeeze::detail::throw_cuda_error(squeeze_status_, #call,                     \
+                                          std::source_location::current());           \
+    }                                                                                 \
   } while (false)
 
 /// Checks the launch just made on this thread (configuration errors such as too many

@@ -54,7 +54,7 @@ class error : public std::runtime_error {
 class invalid_argument : public error {
  public:
   explicit invalid_argument(std::string message,
-                  const std::source_location& where = std::source_location::current())
+                            const std::source_location& where = std::source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -62,7 +62,7 @@ class invalid_argument : public error {
 class format_error : public error {
  public:
   explicit format_error(std::string message,
-                  const std::source_location& where = std::source_location::current())
+                        const std::source_location& where = std::source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -70,7 +70,7 @@ class format_error : public error {
 class io_error : public error {
  public:
   explicit io_error(std::string message,
-                  const std::source_location& where = std::source_location::current())
+                    const std::source_location& where = std::source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -91,10 +91,9 @@ class cuda_error : public error {
 
 /// Throws squeeze::invalid_argument with `message` (anything convertible to std::string)
 /// and the failed condition when `condition` is false. For checking a caller's input.
-#define SQUEEZE_EXPECTS(condition, message)                                                      \
-  do {                                                                                           \
-    if (!(condition)) {                                                                          \
-      throw ::squeeze::invalid_argument(                                                         \
-          std::string(message) + " (violated: " #condition ")");                                 \
-    }                                                                                            \
+#define SQUEEZE_EXPECTS(condition, message)                                                    \
+  do {                                                                                         \
+    if (!(condition)) {                                                                        \
+      throw ::squeeze::invalid_argument(std::string(message) + " (violated: " #condition ")"); \
+    }                                                                                          \
   } while (false)

@@ -20,8 +20,8 @@
 //   pipe.producer_acquire(); xfer::warp_load_async(stage, src, n, pipe); pipe.producer_commit();
 #pragma once
 
-#include <cuda/pipeline>
 #include <cuda_runtime.h>
+#include <cuda/pipeline>
 
 #include <cstddef>
 #include <cstdint>
@@ -57,13 +57,16 @@ SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const copy_plan& p, std:
   if (edges.head || edges.tail) {
     for (unsigned k = rank; k < 2 * granule; k += size) {
       const std::size_t pos = edge_position(p, edges, k);
-      if (pos != no_position) static_cast<unsigned char*>(smem)[pos] = static_cast<unsigned char>(load_byte(p, pos));
+      if (pos != no_position)
+        static_cast<unsigned char*>(smem)[pos] = static_cast<unsigned char>(load_byte(p, pos));
     }
   }
   return smem_window{static_cast<unsigned>(p.begin), n};
 }
 
-SQUEEZE_DEVICE void cp_async_granule(uint4* smem, const uint4* gmem) { core::arch::cp_async_16(smem, gmem); }
+SQUEEZE_DEVICE void cp_async_granule(uint4* smem, const uint4* gmem) {
+  core::arch::cp_async_16(smem, gmem);
+}
 
 SQUEEZE_DEVICE unsigned block_rank() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -72,11 +75,15 @@ SQUEEZE_DEVICE unsigned block_rank() {
 }  // namespace detail
 
 /// Closes this thread's group of asynchronous loads issued since the last commit.
-SQUEEZE_DEVICE void async_commit() { core::arch::cp_async_commit(); }
+SQUEEZE_DEVICE void async_commit() {
+  core::arch::cp_async_commit();
+}
 
 /// Waits until at most `Pending` of this thread's committed groups are in flight.
 template <int Pending = 0>
-SQUEEZE_DEVICE void async_wait() { core::arch::cp_async_wait<Pending>(); }
+SQUEEZE_DEVICE void async_wait() {
+  core::arch::cp_async_wait<Pending>();
+}
 
 /// async_wait, then __syncwarp: the landed bytes are visible to every lane of the warp.
 template <int Pending = 0>

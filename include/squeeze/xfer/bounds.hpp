@@ -58,7 +58,8 @@ SQUEEZE_HOST_DEVICE constexpr std::size_t window_bytes(std::size_t n) noexcept {
 }
 
 /// Number of 16-byte granules that hold a byte of a range of n bytes starting at src.
-SQUEEZE_HOST_DEVICE constexpr std::size_t granules_touched(std::uintptr_t src, std::size_t n) noexcept {
+SQUEEZE_HOST_DEVICE constexpr std::size_t granules_touched(std::uintptr_t src,
+                                                           std::size_t n) noexcept {
   return n == 0 ? 0 : (src % granule_bytes + n + granule_bytes - 1) / granule_bytes;
 }
 

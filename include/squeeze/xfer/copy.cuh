@@ -28,30 +28,30 @@ namespace squeeze::xfer {
 /// Tuning of the synchronous copies.
 struct copy_policy {
   /// Waves of loads (32 lanes x 16 B = 512 B each) a lane issues before it stores any.
-  /// 4 waves keep 2 KiB per warp in flight: enough, with 32+ warps per SM, to cover PCIe
-  /// latency (~1-2 us x 55 GB/s ~ 100 KB per GPU) many times over.
+  /// 4 waves keep 2 KiB per warp in flight: with 24+ warps per SM that covers PCIe
+  /// latency (~1-2 us x 55 GB/s ~ 100 KB per GPU) many times over. 8 waves measured no
+  /// faster from 1 KiB rows up and 14 % slower at 64 B (H200, docs/RESULTS.md, xfer).
   static constexpr int waves_in_flight = 4;
 };
 
 template <class P>
 concept copy_policy_like = requires {
   { P::waves_in_flight } -> std::convertible_to<int>;
-} && (P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
+}
+&&(P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
+
+/// Warp-cooperative copy of n bytes from src to dst that may read whole edge granules
+/// lying inside `readable` (which must contain [src, src + n)); see readable_range.
+template <copy_policy_like Policy = copy_policy>
+SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n, readable_range readable) {
+  if (n == 0) return;
+  detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n, readable));
+}
 
 /// Warp-cooperative copy of n bytes from src to dst. Reads exactly [src, src + n).
 template <copy_policy_like Policy = copy_policy>
 SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n) {
-  if (n == 0) return;
-  detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n), 0, uint4{0, 0, 0, 0});
-}
-
-/// Warp-cooperative copy of n bytes that may read whole edge granules lying inside
-/// `readable` (which must contain [src, src + n)); see readable_range.
-template <copy_policy_like Policy = copy_policy>
-SQUEEZE_DEVICE void warp_copy(void* dst, const void* src, std::size_t n, readable_range readable) {
-  if (n == 0) return;
-  detail::copy_waves<Policy::waves_in_flight>(detail::make_plan(dst, src, n, readable), 0,
-                                              uint4{0, 0, 0, 0});
+  warp_copy<Policy>(dst, src, n, readable_range::of(src, n));
 }
 
 /// Warp-cooperative bounded copy: copies bounded_length(src, lower, upper) bytes and

@@ -29,8 +29,8 @@ namespace squeeze::xfer {
 /// `count` elements of new page-locked, mapped host memory; kernels use device_data().
 template <class T>
 core::pinned_buffer<T> allocate_mapped(std::size_t count, bool write_combined = false) {
-  return core::pinned_buffer<T>{count, write_combined ? core::host_memory::mapped_write_combined
-                                                      : core::host_memory::mapped};
+  return core::pinned_buffer<T>{
+      count, write_combined ? core::host_memory::mapped_write_combined : core::host_memory::mapped};
 }
 
 /// Pins and maps an existing host range [data, data + bytes) for zero-copy reads, and
@@ -136,7 +136,9 @@ class mapped_file {
     if (host_ != nullptr) ::munmap(host_, bytes_);
   }
 
-  [[nodiscard]] const std::byte* host_data() const noexcept { return static_cast<const std::byte*>(host_); }
+  [[nodiscard]] const std::byte* host_data() const noexcept {
+    return static_cast<const std::byte*>(host_);
+  }
   [[nodiscard]] const std::byte* device_data() const noexcept {
     return static_cast<const std::byte*>(registration_.device_data());
   }

@@ -62,7 +62,8 @@ SQUEEZE_DEVICE copy_plan make_plan(void* dst, const void* src, std::size_t n,
   p.out = d - p.begin + p.shift - granule;
   const std::uintptr_t first = s - p.begin;
   const std::uintptr_t last = first + (p.count - 1) * granule;
-  p.head_partial = p.count > 0 && (p.begin != 0 || p.end < granule) && !readable.holds_granule(first);
+  p.head_partial =
+      p.count > 0 && (p.begin != 0 || p.end < granule) && !readable.holds_granule(first);
   p.tail_partial = p.count >= 2 && p.end % granule != 0 && !readable.holds_granule(last);
   return p;
 }
@@ -86,7 +87,9 @@ struct edge_set {
   bool head;
   bool tail;
 };
-SQUEEZE_DEVICE edge_set all_edges(const copy_plan& p) { return {p.head_partial, p.tail_partial}; }
+SQUEEZE_DEVICE edge_set all_edges(const copy_plan& p) {
+  return {p.head_partial, p.tail_partial};
+}
 SQUEEZE_DEVICE edge_set edges_in_wave(const copy_plan& p, std::size_t base) {
   const std::size_t last = p.count - 1;
   return {p.head_partial && base == 0,
@@ -118,7 +121,8 @@ SQUEEZE_DEVICE std::uint32_t load_edge_byte(const copy_plan& p, std::size_t base
 
 /// Phase 2: packs the wave's edge bytes into 16-byte vectors and gives each to the lane
 /// that owns the granule (granule i is owned by lane i - base), replacing its `cur`.
-SQUEEZE_DEVICE void patch_edges(const copy_plan& p, std::size_t base, std::uint32_t byte, uint4& cur) {
+SQUEEZE_DEVICE void patch_edges(const copy_plan& p, std::size_t base, std::uint32_t byte,
+                                uint4& cur) {
   const auto [head, tail] = edges_in_wave(p, base);
   if (!head && !tail) return;  // warp-uniform
   const unsigned lane = core::arch::lane_id();
@@ -128,8 +132,9 @@ SQUEEZE_DEVICE void patch_edges(const copy_plan& p, std::size_t base, std::uint3
                              (__shfl_down_sync(full_warp_mask, byte, 3) << 24);
   const bool owns_head = head && lane == 0;
   const int from = owns_head ? 0 : 16;
-  const uint4 edge{__shfl_sync(full_warp_mask, word, from), __shfl_sync(full_warp_mask, word, from + 4),
-                   __shfl_sync(full_warp_mask, word, from + 8), __shfl_sync(full_warp_mask, word, from + 12)};
+  const uint4 edge{
+      __shfl_sync(full_warp_mask, word, from), __shfl_sync(full_warp_mask, word, from + 4),
+      __shfl_sync(full_warp_mask, word, from + 8), __shfl_sync(full_warp_mask, word, from + 12)};
   if (owns_head || (tail && lane == p.count - 1 - base)) cur = edge;
 }
 
@@ -188,12 +193,13 @@ SQUEEZE_DEVICE void emit(const copy_plan& p, std::size_t o, uint4 prev, uint4 cu
   }
 }
 
-/// Copies outputs [first_output, count] of the plan, `Waves` waves of loads in flight per
-/// lane. `carry` is granule first_output - 1 (zeros when first_output == 0). All 32 lanes.
+/// Copies the plan: outputs 0 .. count, `Waves` waves of loads in flight per lane before
+/// the first store. All 32 lanes.
 template <int Waves>
-SQUEEZE_DEVICE void copy_waves(const copy_plan& p, std::size_t first_output, uint4 carry) {
+SQUEEZE_DEVICE void copy_waves(const copy_plan& p) {
   const unsigned lane = core::arch::lane_id();
-  for (std::size_t base = first_output; base <= p.count; base += 32 * Waves) {
+  uint4 carry{0, 0, 0, 0};  // the last granule of the previous wave
+  for (std::size_t base = 0; base <= p.count; base += 32 * Waves) {
     uint4 cur[Waves];
     std::uint32_t edge[Waves];
 #pragma unroll
