@@ -224,3 +224,76 @@ TEST(Bits, Alignment) {
   alignas(128) std::array<std::byte, 256> buf{};
   for (std::size_t i = 0; i < 128; ++i) EXPECT_EQ(core::misalignment(buf.data() + i, 128), i);
 }
+
+namespace {
+
+std::uint64_t ref_pext(std::uint64_t x, std::uint64_t m) {
+  std::uint64_t out = 0;
+  int k = 0;
+  for (int b = 0; b < 64; ++b) {
+    if ((m >> b) & 1u) out |= ((x >> b) & 1u) << k++;
+  }
+  return out;
+}
+
+std::uint64_t ref_pdep(std::uint64_t x, std::uint64_t m) {
+  std::uint64_t out = 0;
+  int k = 0;
+  for (int b = 0; b < 64; ++b) {
+    if ((m >> b) & 1u) out |= ((x >> k++) & 1u) << b;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Bits, PextPdepMatchBitLoopsAndInvertEachOther) {
+  std::mt19937_64 rng{0x5eed0007};
+  std::vector<std::uint64_t> masks{0, ~std::uint64_t{0}, 1, std::uint64_t{1} << 63,
+                                   0xF0F0F0F0F0F0F0F0ull};
+  for (int i = 0; i < 3000; ++i) masks.push_back(rng() & rng());  // sparse and dense masks
+  for (const std::uint64_t m : masks) {
+    const std::uint64_t x = rng();
+    ASSERT_EQ(core::pext(x, m), ref_pext(x, m)) << std::hex << x << " " << m;
+    ASSERT_EQ(core::pdep(x, m), ref_pdep(x, m)) << std::hex << x << " " << m;
+    ASSERT_EQ(core::pdep(core::pext(x, m), m), x & m);
+  }
+  static_assert(core::pext(0b1011'0110u, 0b1111'0000u) == 0b1011u);
+  static_assert(core::pdep(0b1011u, 0b1111'0000u) == 0b1011'0000u);
+}
+
+TEST(Bits, ByteArrayFieldsEveryWidthAndOffset) {
+  std::mt19937_64 rng{0x5eed0008};
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<std::byte> before(20);
+    for (auto& b : before) b = static_cast<std::byte>(rng());
+    // The same bits seen as 64-bit words: the reference for reads.
+    std::vector<std::uint64_t> words(3, 0);
+    std::memcpy(words.data(), before.data(), before.size());
+    for (unsigned offset = 0; offset < 80; ++offset) {
+      for (unsigned width = 0; width <= 64; ++width) {
+        ASSERT_EQ(core::read_bits(before.data(), offset, width), ref_extract(words, offset, width))
+            << "offset " << offset << " width " << width;
+        auto after = before;
+        const std::uint64_t value = rng();
+        core::write_bits(after.data(), offset, width, value);
+        std::vector<std::uint64_t> got(3, 0);
+        std::memcpy(got.data(), after.data(), after.size());
+        for (unsigned bit = 0; bit < 160; ++bit) {
+          const bool inside = bit >= offset && bit < offset + width;
+          const bool want = inside ? ((value >> (bit - offset)) & 1u) != 0 : ref_bit(words, bit);
+          ASSERT_EQ(ref_bit(got, bit), want)
+              << "bit " << bit << " offset " << offset << " width " << width;
+        }
+      }
+    }
+  }
+}
+
+TEST(Bits, ByteArrayFieldsTouchOnlyTheirBytes) {
+  // A field ending exactly at the end of the array must not touch the byte after it.
+  std::vector<std::byte> buf(3, std::byte{0x5A});
+  core::write_bits(buf.data(), 5, 19, 0x7FFFF);  // bits 5..23: the last bit of byte 2
+  EXPECT_EQ(core::read_bits(buf.data(), 5, 19), 0x7FFFFu);
+  EXPECT_EQ(static_cast<unsigned>(buf[0]) & 0x1Fu, 0x1Au);
+}

@@ -167,6 +167,62 @@ SQUEEZE_HOST_DEVICE constexpr void deposit_bits(W* words, std::uint64_t bit_offs
   }
 }
 
+/// The bits of x at the positions set in `mask`, packed into the low bits in order of
+/// position (BMI2's pext). Loops once per set bit of the mask.
+SQUEEZE_HOST_DEVICE constexpr std::uint64_t pext(std::uint64_t x, std::uint64_t mask) noexcept {
+  std::uint64_t out = 0;
+  for (std::uint64_t bit = 1; mask != 0; mask &= mask - 1, bit <<= 1) {
+    if ((x & mask & (~mask + 1)) != 0) out |= bit;
+  }
+  return out;
+}
+
+/// The low bits of x placed, in order, at the positions set in `mask` (BMI2's pdep).
+SQUEEZE_HOST_DEVICE constexpr std::uint64_t pdep(std::uint64_t x, std::uint64_t mask) noexcept {
+  std::uint64_t out = 0;
+  for (std::uint64_t bit = 1; mask != 0; mask &= mask - 1, bit <<= 1) {
+    if ((x & bit) != 0) out |= mask & (~mask + 1);
+  }
+  return out;
+}
+
+/// Reads the `width`-bit field (width in [0, 64]) starting at bit `bit_offset` of the
+/// LSB-first byte array `bytes`. Touches only the bytes that hold the field.
+SQUEEZE_HOST_DEVICE constexpr std::uint64_t read_bits(const std::byte* bytes,
+                                                      std::uint64_t bit_offset,
+                                                      unsigned width) noexcept {
+  std::uint64_t value = 0;
+  unsigned done = 0;
+  while (done < width) {
+    const std::uint64_t at = bit_offset + done;
+    const unsigned shift = static_cast<unsigned>(at % 8);
+    const unsigned take = (8 - shift) < (width - done) ? (8 - shift) : (width - done);
+    const auto byte = static_cast<std::uint64_t>(bytes[at / 8]);
+    value |= ((byte >> shift) & low_mask<std::uint64_t>(take)) << done;
+    done += take;
+  }
+  return value;
+}
+
+/// Writes the low `width` bits (width in [0, 64]) of `value` at bit `bit_offset` of the
+/// LSB-first byte array `bytes`, leaving every other bit unchanged. Touches only the
+/// bytes that hold the field.
+SQUEEZE_HOST_DEVICE constexpr void write_bits(std::byte* bytes, std::uint64_t bit_offset,
+                                              unsigned width, std::uint64_t value) noexcept {
+  unsigned done = 0;
+  while (done < width) {
+    const std::uint64_t at = bit_offset + done;
+    const unsigned shift = static_cast<unsigned>(at % 8);
+    const unsigned take = (8 - shift) < (width - done) ? (8 - shift) : (width - done);
+    const auto field_mask = static_cast<unsigned>(low_mask<std::uint64_t>(take) << shift);
+    const auto field =
+        static_cast<unsigned>(((value >> done) & low_mask<std::uint64_t>(take)) << shift);
+    auto& byte = bytes[at / 8];
+    byte = static_cast<std::byte>((static_cast<unsigned>(byte) & ~field_mask) | field);
+    done += take;
+  }
+}
+
 // ---- integer and pointer alignment -------------------------------------------------
 
 template <class T>
