@@ -33,7 +33,7 @@ for stage in "${stages[@]}"; do
       run tests.log ctest --test-dir "$build" -L "gpu|host" --output-on-failure -j 4 ;;
     sanitize)
       run sanitize.log compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
-        "$build/tests/squeeze_gpu_tests" --gtest_filter='*WarpCopyBounded*:*Readable*:*WholeEdge*:*BlockCopyEveryAlignment*:*WarpCopyEveryAlignment*:*AsyncTest*:*Gather*Mapped_row257*:*Gather*Device_row17*:Gather.*:CoreGpu.*'
+        "$build/tests/squeeze_gpu_tests" --gtest_filter='*WarpCopyBounded*:*Readable*:*WholeEdge*:*BlockCopyEveryAlignment*:*WarpCopyEveryAlignment*:*AsyncTest*:*Gather*Mapped_row257*:*Gather*Device_row17*:Gather.*:CoreGpu.*:*IbpGather*'
       run sanitize.log compute-sanitizer --tool racecheck --error-exitcode 1 \
         "$build/tests/squeeze_gpu_tests" --gtest_filter='*AsyncTest*DeviceMemory*:*Gather*Device_row257*' ;;
     bench)
