@@ -20,6 +20,7 @@
 
 #include "common/report.hpp"
 #include "squeeze/core.hpp"
+#include "ibp/ibp_study.cuh"
 #include "xfer/xfer_study.cuh"
 
 namespace {
@@ -30,6 +31,7 @@ using namespace squeeze::bench;
 std::vector<tour_section> tour_sections() {
   return {
       {"xfer", xfer_study::tour_section},
+      {"ibp", ibp_study::tour_section},
   };
 }
 

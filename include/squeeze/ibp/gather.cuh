@@ -52,12 +52,13 @@ struct gather_policy {
   using decode = decode_policy;
 };
 
+// clang-format off (clang-format 14 mangles concept definitions)
 template <class P>
 concept gather_policy_like = requires {
   { P::block_threads } -> std::convertible_to<int>;
   typename P::decode;
-}
-&&(P::block_threads % warp_threads == 0) && decode_policy_like<typename P::decode>;
+} && (P::block_threads % warp_threads == 0) && decode_policy_like<typename P::decode>;
+// clang-format on
 
 namespace detail {
 

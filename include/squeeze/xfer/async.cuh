@@ -46,6 +46,21 @@ namespace detail {
 /// reads whole, and copies its share of the bytes of the partial edge granules
 /// synchronously (at most 30 bytes, so reads stay inside the readable range); rank/size
 /// describe the cooperating group.
+/// Copies this thread's share of the bytes of the plan's partial edge granules to smem
+/// synchronously (at most 30 bytes in all, so reads stay inside the readable range).
+SQUEEZE_DEVICE void copy_edge_bytes(void* smem, const copy_plan& p, unsigned rank, unsigned size) {
+  const edge_set edges = all_edges(p);
+  if (!edges.head && !edges.tail) return;
+  for (unsigned k = rank; k < 2 * granule; k += size) {
+    const std::size_t pos = edge_position(p, edges, k);
+    if (pos != no_position) {
+      static_cast<unsigned char*>(smem)[pos] = static_cast<unsigned char>(load_byte(p, pos));
+    }
+  }
+}
+
+/// Calls issue(smem_granule, src_granule) for this thread's share of the granules the plan
+/// reads whole, and copies its share of the edge bytes; rank/size describe the group.
 template <class Issue>
 SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const copy_plan& p, std::size_t n,
                                             unsigned rank, unsigned size, Issue&& issue) {
@@ -53,14 +68,7 @@ SQUEEZE_DEVICE smem_window for_each_granule(void* smem, const copy_plan& p, std:
   for (std::size_t i = rank; i < p.count; i += size) {
     if (!is_partial(p, i)) issue(out + i, p.granules + i);
   }
-  const edge_set edges = all_edges(p);
-  if (edges.head || edges.tail) {
-    for (unsigned k = rank; k < 2 * granule; k += size) {
-      const std::size_t pos = edge_position(p, edges, k);
-      if (pos != no_position)
-        static_cast<unsigned char*>(smem)[pos] = static_cast<unsigned char>(load_byte(p, pos));
-    }
-  }
+  copy_edge_bytes(smem, p, rank, size);
   return smem_window{static_cast<unsigned>(p.begin), n};
 }
 
@@ -112,6 +120,34 @@ SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::siz
                                            readable_range readable) {
   return detail::for_each_granule(smem, detail::make_plan(smem, src, n, readable), n,
                                   core::arch::lane_id(), warp_threads, detail::cp_async_granule);
+}
+
+/// Warp-cooperative *synchronous* load into shared memory, in the same layout as
+/// warp_load_async (byte k of the range at smem + offset + k): 16-byte loads through
+/// registers, four granules in flight per lane, then stores; __syncwarp at the end.
+///
+/// Prefer it to warp_load_async when the source is mapped host memory: on an H200,
+/// cp.async reads of mapped memory reached only about half the PCIe rate that the same
+/// granules read by ordinary loads reached (IBP decoder, docs/RESULTS.md, ibp).
+SQUEEZE_DEVICE smem_window warp_load(void* smem, const void* src, std::size_t n,
+                                     readable_range readable) {
+  constexpr unsigned in_flight = 4;
+  const detail::copy_plan p = detail::make_plan(smem, src, n, readable);
+  const unsigned lane = core::arch::lane_id();
+  auto* out = static_cast<uint4*>(smem);
+  for (std::size_t base = lane; base < p.count; base += in_flight * warp_threads) {
+    uint4 v[in_flight];
+#pragma unroll
+    for (unsigned u = 0; u < in_flight; ++u) v[u] = detail::load_granule(p, base + u * warp_threads);
+#pragma unroll
+    for (unsigned u = 0; u < in_flight; ++u) {
+      const std::size_t i = base + u * warp_threads;
+      if (i < p.count && !detail::is_partial(p, i)) out[i] = v[u];
+    }
+  }
+  detail::copy_edge_bytes(smem, p, lane, warp_threads);
+  __syncwarp();
+  return smem_window{static_cast<unsigned>(p.begin), n};
 }
 
 /// Warp-cooperative bounded load (bounded_length bytes; see warp_copy_bounded). Does not

@@ -34,11 +34,12 @@ struct copy_policy {
   static constexpr int waves_in_flight = 4;
 };
 
+// clang-format off (clang-format 14 mangles concept definitions)
 template <class P>
 concept copy_policy_like = requires {
   { P::waves_in_flight } -> std::convertible_to<int>;
-}
-&&(P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
+} && (P::waves_in_flight >= 1 && P::waves_in_flight <= 16);
+// clang-format on
 
 /// Warp-cooperative copy of n bytes from src to dst that may read whole edge granules
 /// lying inside `readable` (which must contain [src, src + n)); see readable_range.

@@ -59,15 +59,16 @@ struct gather_policy {
   using copy = copy_policy;
 };
 
+// clang-format off (clang-format 14 mangles concept definitions)
 template <class P>
 concept gather_policy_like = requires {
   { P::block_threads } -> std::convertible_to<int>;
   { P::rows_in_flight } -> std::convertible_to<int>;
   { P::min_blocks_per_sm } -> std::convertible_to<int>;
   typename P::copy;
-}
-&&(P::block_threads % warp_threads == 0) && (P::rows_in_flight >= 1) &&
+} && (P::block_threads % warp_threads == 0) && (P::rows_in_flight >= 1) &&
     (P::rows_in_flight <= warp_threads) && copy_policy_like<typename P::copy>;
+// clang-format on
 
 /// Largest row that one wave of loads covers at any source alignment: the 31 granules
 /// of a wave minus 15 bytes of worst-case misalignment (the 32nd lane builds the last
