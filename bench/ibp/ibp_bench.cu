@@ -35,7 +35,8 @@ struct state {
   study::decode_case& get(std::size_t s, double saving) {
     if (!current || current_key != std::tuple{s, saving}) {
       current.reset();
-      current = std::make_unique<study::decode_case>(items, s, saving, 1000 * s + static_cast<std::uint64_t>(100 * saving));
+      current = std::make_unique<study::decode_case>(
+          items, s, saving, 1000 * s + static_cast<std::uint64_t>(100 * saving));
       current_key = {s, saving};
       measured_saving[{s, saving}] = current->saving();
     }
@@ -63,7 +64,8 @@ void run(benchmark::State& bs, state& st, method m, std::size_t s, double saving
     bs.SetIterationTime(ms * 1e-3);
     samples.push_back(ms);
   }
-  const double g = static_cast<double>(c->output_bytes()) / (squeeze::core::summarize(samples).median_ms * 1e6);
+  const double g =
+      static_cast<double>(c->output_bytes()) / (squeeze::core::summarize(samples).median_ms * 1e6);
   st.gbps[{s, saving, m}] = g;
   bs.counters["GB/s"] = g;
   bs.counters["saving"] = c->saving();
@@ -94,7 +96,8 @@ int main(int argc, char** argv) {
   argc = kept;
   const auto presence = squeeze::core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_ibp: no CUDA device found (%s); nothing to run\n", presence.reason.c_str());
+    std::printf("squeeze_bench_ibp: no CUDA device found (%s); nothing to run\n",
+                presence.reason.c_str());
     return 0;
   }
   benchmark::AddCustomContext("gpu", squeeze::core::describe(squeeze::core::query_device()));
@@ -105,9 +108,11 @@ int main(int argc, char** argv) {
         const char* name = m == method::ideal ? "ideal" : m == method::plain ? "plain" : "decode";
         const std::string bench = std::string{"ibp/"} + name + '/' + std::to_string(s) + '/' +
                                   std::to_string(static_cast<int>(100 * saving + 0.5));
-        benchmark::RegisterBenchmark(bench.c_str(), [&st, m, s, saving](benchmark::State& bs) {
-          run(bs, st, m, s, saving);
-        })->Iterations(10)->UseManualTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(
+            bench.c_str(), [&st, m, s, saving](benchmark::State& bs) { run(bs, st, m, s, saving); })
+            ->Iterations(10)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }

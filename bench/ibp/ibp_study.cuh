@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
-#include <span>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,7 +91,8 @@ class decode_case {
     for (std::size_t c = 0; c < rows_.size(); c += 4) {
       const std::size_t in_row = c % row_bytes;
       const auto x = static_cast<std::uint32_t>(rng());
-      const auto bitval = static_cast<std::uint32_t>(ibp::load_chunk(cb_.bitval.data() + in_row, 4));
+      const auto bitval =
+          static_cast<std::uint32_t>(ibp::load_chunk(cb_.bitval.data() + in_row, 4));
       ibp::store_chunk(rows_.data() + c, 4, (x & ~chunk_mask) | bitval);
     }
     const ibp::compressed_set set = compress_in_parallel();
@@ -138,9 +139,11 @@ class decode_case {
     std::vector<std::byte> got(out_.size());
     out_.copy_to(std::span<std::byte>{got}, stream_);
     status st{};
-    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&st, status_.data(), sizeof st, cudaMemcpyDeviceToHost, stream_));
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpyAsync(&st, status_.data(), sizeof st, cudaMemcpyDeviceToHost, stream_));
     stream_.synchronize();
-    if (st != status::ok) throw verification_error{std::string{"ibp study: the gather reported "} + to_string(st)};
+    if (st != status::ok)
+      throw verification_error{std::string{"ibp study: the gather reported "} + to_string(st)};
     if (m == method::ideal) return;  // its output is compressed bytes, not rows
     for (std::size_t i = 0; i < items_; ++i) {
       if (!std::equal(got.begin() + static_cast<std::ptrdiff_t>(i * row_bytes_),
@@ -206,9 +209,9 @@ class decode_case {
       ibp::gather_rows(a, stream_);
     } else if (m == method::ideal) {
       const auto blocks = static_cast<unsigned>(core::div_ceil<std::size_t>(items_, 8));
-      detail::ideal_kernel<<<blocks, 256, 0, stream_>>>(out_.data(), row_bytes_, data_.device_data(),
-                                                        compressed_bytes_, offsets_.data(),
-                                                        indices_.data(), items_);
+      detail::ideal_kernel<<<blocks, 256, 0, stream_>>>(out_.data(), row_bytes_,
+                                                        data_.device_data(), compressed_bytes_,
+                                                        offsets_.data(), indices_.data(), items_);
       SQUEEZE_CHECK_LAUNCH();
     } else {
       xfer::gather_args<std::uint32_t> a;
@@ -284,7 +287,8 @@ inline void add_rows(report_table& table, const case_result& r, double wanted_sa
                            format_number(100.0 * r.saving, 0) + " % saved";
   table.add({"ibp", what + " vs ideal (no decode)", r.decode_gbps, r.ideal_gbps, "GB/s",
              target(r.row_bytes, wanted_saving)});
-  table.add({"ibp", what + " vs plain gather (bound " + format_number(1.0 / (1.0 - r.saving), 2) + "x)",
+  table.add({"ibp",
+             what + " vs plain gather (bound " + format_number(1.0 / (1.0 - r.saving), 2) + "x)",
              r.decode_gbps, r.plain_gbps, "GB/s", std::nullopt});
 }
 
@@ -301,8 +305,12 @@ inline void tour_section(report_table& table, const tour_context& context) {
       add_rows(table, measure(20'000, s, saving, timing, 7 * s), saving);
     }
   }
-  table.add_note("ibp: 20000 rows, random bits with invariant high bits per 4-byte chunk, condensed in mapped host memory, gathered in random order");
-  table.add_note("ibp: ideal = the same compressed bytes fetched (128-byte aligned) and S bytes written per row, no decoding");
+  table.add_note(
+      "ibp: 20000 rows, random bits with invariant high bits per 4-byte chunk, condensed in mapped "
+      "host memory, gathered in random order");
+  table.add_note(
+      "ibp: ideal = the same compressed bytes fetched (128-byte aligned) and S bytes written per "
+      "row, no decoding");
 }
 
 }  // namespace squeeze::bench::ibp_study

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/report.hpp"
-#include "squeeze/core.hpp"
 #include "ibp/ibp_study.cuh"
+#include "squeeze/core.hpp"
 #include "xfer/xfer_study.cuh"
 
 namespace {

@@ -49,7 +49,8 @@ struct decode_policy {
   static constexpr bool async_loads = false;
 };
 
-// clang-format off (clang-format 14 mangles concept definitions)
+// (clang-format 14 mangles concept definitions)
+// clang-format off
 template <class P>
 concept decode_policy_like = requires {
   { P::workspace_bytes } -> std::convertible_to<std::uint32_t>;
@@ -108,10 +109,14 @@ SQUEEZE_DEVICE std::uint64_t load_codebook_chunk(const std::byte* base, std::uin
 /// aligned to it, else byte by byte.
 SQUEEZE_DEVICE void store_output_chunk(std::byte* p, unsigned len, std::uint64_t x) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (len == 8 && a % 8 == 0) *reinterpret_cast<std::uint64_t*>(p) = x;
-  else if (len == 4 && a % 4 == 0) *reinterpret_cast<std::uint32_t*>(p) = static_cast<std::uint32_t>(x);
-  else if (len == 2 && a % 2 == 0) *reinterpret_cast<std::uint16_t*>(p) = static_cast<std::uint16_t>(x);
-  else store_chunk(p, len, x);
+  if (len == 8 && a % 8 == 0)
+    *reinterpret_cast<std::uint64_t*>(p) = x;
+  else if (len == 4 && a % 4 == 0)
+    *reinterpret_cast<std::uint32_t*>(p) = static_cast<std::uint32_t>(x);
+  else if (len == 2 && a % 2 == 0)
+    *reinterpret_cast<std::uint16_t*>(p) = static_cast<std::uint16_t>(x);
+  else
+    store_chunk(p, len, x);
 }
 
 /// Bits [bit, bit + n) (n <= 64) of the byte stream that starts `offset` bytes into the
@@ -225,13 +230,14 @@ class warp_decoder {
         mask[u] = len == 0 ? 0 : detail::load_codebook_chunk(cb_.mask, i, C, len);
         free_mask[u] = ~mask[u] & core::low_mask<std::uint64_t>(8 * len);
         const bool p = ((pbits >> u) & 1u) != 0;
-        n[u] = len == 0 ? 0u : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
+        n[u] = len == 0 ? 0u
+                        : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
         lane_bits += n[u];
       }
       std::uint32_t group_bits = 0;
       std::uint64_t at = cursor + detail::warp_exclusive_sum(lane_bits, group_bits);
       if (cursor + group_bits > have) return status::truncated;  // warp-uniform
-      std::uint64_t out[2] = {0, 0};  // this lane's 16 output bytes
+      std::uint64_t out[2] = {0, 0};                             // this lane's 16 output bytes
 #pragma unroll
       for (unsigned u = 0; u < per_lane; ++u) {
         const std::uint32_t i = first + u;
@@ -240,9 +246,9 @@ class warp_decoder {
         at += n[u];
         const std::uint64_t x =
             u >= mine ? 0
-            : p       ? detail::load_codebook_chunk(cb_.bitval, i, C, i < whole ? C : cb_.chunk_len(i)) |
-                            detail::deposit_runs(payload, free_mask[u])
-                      : payload;
+            : p ? detail::load_codebook_chunk(cb_.bitval, i, C, i < whole ? C : cb_.chunk_len(i)) |
+                      detail::deposit_runs(payload, free_mask[u])
+                : payload;
         if constexpr (C == 8) {
           out[u] = x;
         } else {
@@ -261,8 +267,8 @@ class warp_decoder {
           if (u >= mine) break;
           const std::uint32_t i = first + u;
           const unsigned len = i < whole ? C : cb_.chunk_len(i);
-          const std::uint64_t x = (out[(u * C) / 8] >> (8 * ((u * C) % 8))) &
-                                  core::low_mask<std::uint64_t>(8 * C);
+          const std::uint64_t x =
+              (out[(u * C) / 8] >> (8 * ((u * C) % 8))) & core::low_mask<std::uint64_t>(8 * C);
           detail::store_output_chunk(row_out + u * C, len, x);
         }
       }

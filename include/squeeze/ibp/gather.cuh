@@ -52,7 +52,8 @@ struct gather_policy {
   using decode = decode_policy;
 };
 
-// clang-format off (clang-format 14 mangles concept definitions)
+// (clang-format 14 mangles concept definitions)
+// clang-format off
 template <class P>
 concept gather_policy_like = requires {
   { P::block_threads } -> std::convertible_to<int>;

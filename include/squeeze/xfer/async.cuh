@@ -138,7 +138,8 @@ SQUEEZE_DEVICE smem_window warp_load(void* smem, const void* src, std::size_t n,
   for (std::size_t base = lane; base < p.count; base += in_flight * warp_threads) {
     uint4 v[in_flight];
 #pragma unroll
-    for (unsigned u = 0; u < in_flight; ++u) v[u] = detail::load_granule(p, base + u * warp_threads);
+    for (unsigned u = 0; u < in_flight; ++u)
+      v[u] = detail::load_granule(p, base + u * warp_threads);
 #pragma unroll
     for (unsigned u = 0; u < in_flight; ++u) {
       const std::size_t i = base + u * warp_threads;

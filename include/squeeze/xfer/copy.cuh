@@ -34,7 +34,8 @@ struct copy_policy {
   static constexpr int waves_in_flight = 4;
 };
 
-// clang-format off (clang-format 14 mangles concept definitions)
+// (clang-format 14 mangles concept definitions)
+// clang-format off
 template <class P>
 concept copy_policy_like = requires {
   { P::waves_in_flight } -> std::convertible_to<int>;

@@ -59,7 +59,8 @@ struct gather_policy {
   using copy = copy_policy;
 };
 
-// clang-format off (clang-format 14 mangles concept definitions)
+// (clang-format 14 mangles concept definitions)
+// clang-format off
 template <class P>
 concept gather_policy_like = requires {
   { P::block_threads } -> std::convertible_to<int>;

@@ -1,0 +1,314 @@
+// squeeze/ibp/compress.cuh: preprocessing and compression on the GPU.
+//
+//   counts = ibp::count_set_bits(rows, n, L, stream)        per-bit-position counters
+//   sizes  = ibp::stored_sizes(rows, n, codebook, stream)   exact stored bytes per row
+//   set    = ibp::compress_condensed(rows, n, codebook, stream)
+//
+// `rows` is [n, L] in any device-accessible memory: device memory, or mapped host memory
+// for data sets larger than the GPU (read once per pass, 128 bytes per warp load). Every
+// result is bit-identical to the host reference in ibp/dataset.hpp, which the tests check.
+//
+// Compression runs in two passes, as in the paper: exact stored sizes (warp per row,
+// warp reduction), an exclusive scan for the offsets (CUB), then warp-per-row encoding:
+// lanes own 16 / C consecutive chunks, a warp scan of their payload lengths gives each
+// field's bit offset, and fields are OR-ed into a zeroed shared-memory copy of the row
+// (fields of neighbouring lanes share words) before the warp writes the row out.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/ibp/decode.cuh"
+#include "squeeze/ibp/format.hpp"
+
+namespace squeeze::ibp {
+
+namespace detail {
+
+/// Counters of one 4-byte column of the rows, rows [first, first + count) of the slice.
+SQUEEZE_KERNEL(256)
+void count_kernel(const std::byte* rows, std::size_t n, std::uint32_t row_bytes,
+                  std::size_t rows_per_slice, unsigned long long* counts) {
+  const std::uint32_t column = blockIdx.x * blockDim.x + threadIdx.x;  // 4-byte column
+  const std::uint32_t byte0 = 4 * column;
+  if (byte0 >= row_bytes) return;
+  const unsigned bytes = row_bytes - byte0 < 4 ? row_bytes - byte0 : 4u;
+  const std::size_t first = std::size_t{blockIdx.y} * rows_per_slice;
+  const std::size_t last = first + rows_per_slice < n ? first + rows_per_slice : n;
+  std::uint32_t c[32] = {};
+  const bool aligned =
+      bytes == 4 && row_bytes % 4 == 0 && reinterpret_cast<std::uintptr_t>(rows) % 4 == 0;
+  for (std::size_t r = first; r < last; ++r) {
+    const std::byte* p = rows + r * row_bytes + byte0;
+    const std::uint32_t w = aligned ? __ldcg(reinterpret_cast<const unsigned*>(p))
+                                    : static_cast<std::uint32_t>(load_chunk(p, bytes));
+#pragma unroll
+    for (unsigned b = 0; b < 32; ++b) c[b] += (w >> b) & 1u;
+  }
+#pragma unroll
+  for (unsigned b = 0; b < 32; ++b) {
+    if (b < 8 * bytes && c[b] != 0) {
+      atomicAdd(counts + 8 * std::size_t{byte0} + b, static_cast<unsigned long long>(c[b]));
+    }
+  }
+}
+
+/// This lane's 16 / C chunks of a row: participation bits and payload lengths.
+template <unsigned C>
+struct lane_chunks {
+  static constexpr unsigned per_lane = 16 / C;
+  std::uint64_t x[per_lane];
+  std::uint64_t free_mask[per_lane];
+  std::uint32_t n[per_lane];
+  std::uint32_t pbits = 0;
+  std::uint32_t bits = 0;  // payload bits of all of them
+  unsigned mine = 0;       // chunks this lane has in the row
+
+  SQUEEZE_DEVICE lane_chunks(const std::byte* row, const codebook_ref& cb, std::uint32_t first) {
+    const std::uint32_t k = cb.chunks();
+    const std::uint32_t whole = cb.tensor_bytes / C;
+    mine = first >= k ? 0u : (k - first < per_lane ? k - first : per_lane);
+    // The lane's 16 bytes in one load when they are whole and aligned (a row in mapped
+    // host memory is then read in 128-byte warp segments, not byte by byte).
+    const std::byte* mine_at = row + std::size_t{first} * C;
+    const bool vector = mine == per_lane && first + per_lane <= whole &&
+                        reinterpret_cast<std::uintptr_t>(mine_at) % 16 == 0;
+    std::uint64_t half[2] = {0, 0};
+    if (vector) {
+      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(mine_at));
+      half[0] = (std::uint64_t{v.y} << 32) | v.x;
+      half[1] = (std::uint64_t{v.w} << 32) | v.z;
+    }
+#pragma unroll
+    for (unsigned u = 0; u < per_lane; ++u) {
+      const std::uint32_t i = first + u;
+      const unsigned len = u < mine ? (i < whole ? C : cb.chunk_len(i)) : 0;
+      if (vector) {
+        x[u] = C == 8 ? half[u]
+                      : (half[(u * C) / 8] >> (8 * ((u * C) % 8))) &
+                            core::low_mask<std::uint64_t>(8 * C);
+      } else {
+        x[u] = len == 0 ? 0 : load_chunk(row + std::size_t{i} * C, len);
+      }
+      const std::uint64_t mask = len == 0 ? 0 : load_codebook_chunk(cb.mask, i, C, len);
+      free_mask[u] = ~mask & core::low_mask<std::uint64_t>(8 * len);
+      const bool p = len != 0 && (x[u] & mask) == load_codebook_chunk(cb.bitval, i, C, len);
+      n[u] =
+          len == 0 ? 0u : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
+      pbits |= (p ? 1u : 0u) << u;
+      bits += n[u];
+    }
+  }
+};
+
+/// Stored bytes of row r (warp per row).
+template <unsigned C>
+SQUEEZE_DEVICE std::uint32_t warp_stored_bytes(const std::byte* row, const codebook_ref& cb) {
+  constexpr unsigned per_group = warp_threads * (16 / C);
+  const unsigned lane = core::arch::lane_id();
+  std::uint64_t bits = 0;
+  for (std::uint32_t group = 0; group < cb.chunks(); group += per_group) {
+    bits += lane_chunks<C>{row, cb, group + lane * (16 / C)}.bits;
+  }
+#pragma unroll
+  for (unsigned d = warp_threads / 2; d > 0; d /= 2)
+    bits += __shfl_xor_sync(full_warp_mask, bits, d);
+  return stored_bytes_for(bits + cb.chunks(), cb.tensor_bytes);
+}
+
+template <unsigned C>
+SQUEEZE_KERNEL(256)
+void sizes_kernel(const std::byte* rows, std::size_t n, codebook_ref cb, std::uint64_t* sizes,
+                  unsigned long long* total) {
+  const std::size_t warp = (std::size_t{blockIdx.x} * blockDim.x + threadIdx.x) / warp_threads;
+  const std::size_t warps = std::size_t{gridDim.x} * blockDim.x / warp_threads;
+  unsigned long long sum = 0;
+  for (std::size_t r = warp; r < n; r += warps) {
+    const std::uint32_t s = warp_stored_bytes<C>(rows + r * cb.tensor_bytes, cb);
+    if (sizes != nullptr && core::arch::lane_id() == 0) sizes[r] = s;
+    sum += s;
+  }
+  if (total != nullptr && core::arch::lane_id() == 0) atomicAdd(total, sum);
+}
+
+/// Encodes row r into out (its stored bytes), through `ws` (shared, >= L + 16 bytes,
+/// 4-byte aligned). Raw rows are copied.
+template <unsigned C>
+SQUEEZE_DEVICE void warp_encode(const std::byte* row, const codebook_ref& cb, std::byte* out,
+                                std::uint32_t stored, std::uint32_t* ws) {
+  const unsigned lane = core::arch::lane_id();
+  if (stored == cb.tensor_bytes) {
+    for (std::uint32_t b = lane; b < stored; b += warp_threads) out[b] = row[b];
+    return;
+  }
+  constexpr unsigned per_lane = 16 / C;
+  constexpr unsigned per_group = warp_threads * per_lane;
+  const std::uint32_t words = (stored + 3) / 4;
+  for (std::uint32_t w = lane; w < words + 1; w += warp_threads) ws[w] = 0;
+  __syncwarp();
+  // ORs the low `count` bits of v into the stream at bit `at` (count <= 64).
+  const auto put = [ws](std::uint64_t at, unsigned count, std::uint64_t v) {
+    while (count > 0) {
+      const unsigned shift = static_cast<unsigned>(at % 32);
+      const unsigned take = 32 - shift < count ? 32 - shift : count;
+      const auto field = static_cast<std::uint32_t>(v & core::low_mask<std::uint64_t>(take));
+      atomicOr(ws + at / 32, field << shift);
+      v = take >= 64 ? 0 : v >> take;
+      at += take;
+      count -= take;
+    }
+  };
+  const std::uint32_t k = cb.chunks();
+  std::uint64_t cursor = k;
+  for (std::uint32_t group = 0; group < k; group += per_group) {
+    const std::uint32_t first = group + lane * per_lane;
+    const lane_chunks<C> lc{row, cb, first};
+    std::uint32_t group_bits = 0;
+    std::uint64_t at = cursor + warp_exclusive_sum(lc.bits, group_bits);
+    if (lc.mine != 0) put(first, lc.mine, lc.pbits);
+#pragma unroll
+    for (unsigned u = 0; u < per_lane; ++u) {
+      if (u >= lc.mine) break;
+      const bool p = ((lc.pbits >> u) & 1u) != 0;
+      put(at, lc.n[u], p ? core::pext(lc.x[u], lc.free_mask[u]) : lc.x[u]);
+      at += lc.n[u];
+    }
+    cursor += group_bits;
+  }
+  __syncwarp();
+  const auto* bytes = reinterpret_cast<const std::byte*>(ws);
+  for (std::uint32_t b = lane; b < stored; b += warp_threads) out[b] = bytes[b];
+  __syncwarp();
+}
+
+template <unsigned C, int WorkspaceWords>
+SQUEEZE_KERNEL(128)
+void encode_kernel(const std::byte* rows, std::size_t n, codebook_ref cb,
+                   const std::uint64_t* offsets, std::byte* out) {
+  __shared__ std::uint32_t ws[4][WorkspaceWords];
+  const unsigned warp_in_block = threadIdx.x / warp_threads;
+  const std::size_t warp = std::size_t{blockIdx.x} * 4 + warp_in_block;
+  const std::size_t warps = std::size_t{gridDim.x} * 4;
+  for (std::size_t r = warp; r < n; r += warps) {
+    const auto stored = static_cast<std::uint32_t>(offsets[r + 1] - offsets[r]);
+    warp_encode<C>(rows + r * cb.tensor_bytes, cb, out + offsets[r], stored, ws[warp_in_block]);
+  }
+}
+
+template <class Launch>
+void dispatch_chunk(std::uint32_t chunk_bytes, Launch&& launch) {
+  switch (chunk_bytes) {
+    case 1: launch(std::integral_constant<unsigned, 1>{}); break;
+    case 2: launch(std::integral_constant<unsigned, 2>{}); break;
+    case 4: launch(std::integral_constant<unsigned, 4>{}); break;
+    case 8: launch(std::integral_constant<unsigned, 8>{}); break;
+    default: SQUEEZE_EXPECTS(false, "ibp: chunk_bytes must be 1, 2, 4 or 8");
+  }
+}
+
+inline unsigned grid_for(std::size_t warps_wanted, int warps_per_block) {
+  const std::size_t blocks = core::div_ceil<std::size_t>(warps_wanted, warps_per_block);
+  return static_cast<unsigned>(blocks < 65'536 ? blocks : 65'536);
+}
+
+}  // namespace detail
+
+/// Largest row compress_condensed encodes (its shared workspace).
+inline constexpr std::uint32_t max_compress_row_bytes = 4096;
+
+/// Per-bit-position counters of n rows of row_bytes: [8 * row_bytes], host vector (the
+/// threshold sweep runs on the host over these few kilobytes).
+inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::size_t n,
+                                                 std::uint32_t row_bytes, cudaStream_t stream) {
+  SQUEEZE_EXPECTS(row_bytes > 0, "ibp::count_set_bits: row_bytes must be positive");
+  SQUEEZE_EXPECTS(rows != nullptr || n == 0, "ibp::count_set_bits: rows is null");
+  core::device_buffer<unsigned long long> counts{8 * std::size_t{row_bytes}, stream};
+  SQUEEZE_CUDA_TRY(cudaMemsetAsync(counts.data(), 0, counts.bytes(), stream));
+  if (n > 0) {
+    const std::uint32_t columns = (row_bytes + 3) / 4;
+    const dim3 block{256};
+    // Enough slices for ~4 waves of blocks on a large GPU, at least 64 rows each.
+    const std::size_t slices_wanted =
+        std::max<std::size_t>(1, 132 * 8 * 4 / core::div_ceil<std::uint32_t>(columns, 256));
+    const std::size_t rows_per_slice = std::max<std::size_t>(64, core::div_ceil(n, slices_wanted));
+    const dim3 grid{core::div_ceil<std::uint32_t>(columns, 256),
+                    static_cast<unsigned>(core::div_ceil(n, rows_per_slice))};
+    detail::count_kernel<<<grid, block, 0, stream>>>(rows, n, row_bytes, rows_per_slice,
+                                                     counts.data());
+    SQUEEZE_CHECK_LAUNCH();
+  }
+  std::vector<std::uint64_t> host(counts.size());
+  SQUEEZE_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), counts.data(), counts.bytes(), cudaMemcpyDeviceToHost, stream));
+  SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+  return host;
+}
+
+/// Stored bytes of each of n rows under a codebook whose mask and bitval are in device-
+/// accessible memory, into sizes[n] (device); and/or their sum into *total (device).
+inline void stored_sizes(const std::byte* rows, std::size_t n, const codebook_ref& cb,
+                         std::uint64_t* sizes, unsigned long long* total, cudaStream_t stream) {
+  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes),
+                  "ibp::stored_sizes: chunk_bytes must be 1, 2, 4 or 8");
+  if (n == 0) return;
+  detail::dispatch_chunk(cb.chunk_bytes, [&](auto c) {
+    detail::sizes_kernel<decltype(c)::value>
+        <<<detail::grid_for(n, 8), 256, 0, stream>>>(rows, n, cb, sizes, total);
+    SQUEEZE_CHECK_LAUNCH();
+  });
+}
+
+/// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.
+struct device_set {
+  core::device_buffer<std::byte> data;
+  core::device_buffer<std::uint64_t> offsets;  ///< [rows + 1]
+  std::uint64_t rows = 0;
+};
+
+/// Compresses n rows (device-accessible) into a condensed set in device memory; the
+/// codebook's mask and bitval must be device-accessible. Synchronizes once, to size the
+/// output. Rows are at most max_compress_row_bytes.
+inline device_set compress_condensed(const std::byte* rows, std::size_t n, const codebook_ref& cb,
+                                     cudaStream_t stream) {
+  SQUEEZE_EXPECTS(cb.tensor_bytes > 0 && cb.tensor_bytes <= max_compress_row_bytes,
+                  "ibp::compress_condensed: rows must be 1 to 4096 bytes");
+  SQUEEZE_EXPECTS(rows != nullptr || n == 0, "ibp::compress_condensed: rows is null");
+  device_set set;
+  set.rows = n;
+  set.offsets = core::device_buffer<std::uint64_t>{n + 1};
+  SQUEEZE_CUDA_TRY(cudaMemsetAsync(set.offsets.data(), 0, set.offsets.bytes(), stream));
+  if (n == 0) return set;
+  stored_sizes(rows, n, cb, set.offsets.data() + 1, nullptr, stream);
+  std::size_t temp_bytes = 0;
+  SQUEEZE_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, set.offsets.data() + 1,
+                                                 set.offsets.data() + 1, n, stream));
+  core::device_buffer<std::byte> temp{temp_bytes, stream};
+  SQUEEZE_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.data(), temp_bytes, set.offsets.data() + 1,
+                                                 set.offsets.data() + 1, n, stream));
+  std::uint64_t total = 0;
+  SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&total, set.offsets.data() + n, sizeof total,
+                                   cudaMemcpyDeviceToHost, stream));
+  SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+  set.data = core::device_buffer<std::byte>{total};
+  constexpr int workspace_words = (max_compress_row_bytes + 16) / 4 + 1;
+  detail::dispatch_chunk(cb.chunk_bytes, [&](auto c) {
+    detail::encode_kernel<decltype(c)::value, workspace_words>
+        <<<detail::grid_for(n, 4), 128, 0, stream>>>(rows, n, cb, set.offsets.data(),
+                                                     set.data.data());
+    SQUEEZE_CHECK_LAUNCH();
+  });
+  return set;
+}
+
+}  // namespace squeeze::ibp
