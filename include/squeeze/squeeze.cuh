@@ -3,4 +3,5 @@
 
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
+#include "squeeze/core/report.cuh"
 #include "squeeze/xfer.cuh"

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <ostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 /// Skips the current test (reported as skipped, never passed) when no CUDA device is there.
@@ -61,13 +62,16 @@ class source_bytes {
  public:
   source_bytes() = default;
   source_bytes(source_kind kind, std::size_t bytes, std::uint64_t seed)
-      : host_{random_bytes(bytes, seed)} {
+      : source_bytes{kind, random_bytes(bytes, seed)} {}
+  /// The given bytes, placed likewise.
+  source_bytes(source_kind kind, std::vector<std::byte> bytes) : host_{std::move(bytes)} {
+    const std::size_t n = host_.size();
     if (kind == source_kind::device) {
-      device_ = core::device_buffer<std::byte>{bytes};
-      SQUEEZE_CUDA_TRY(cudaMemcpy(device_.data(), host_.data(), bytes, cudaMemcpyHostToDevice));
+      device_ = core::device_buffer<std::byte>{n};
+      SQUEEZE_CUDA_TRY(cudaMemcpy(device_.data(), host_.data(), n, cudaMemcpyHostToDevice));
       data_ = device_.data();
     } else {
-      mapped_ = xfer::allocate_mapped<std::byte>(bytes);
+      mapped_ = xfer::allocate_mapped<std::byte>(n);
       std::copy(host_.begin(), host_.end(), mapped_.data());
       data_ = mapped_.device_data();
     }

@@ -61,18 +61,8 @@ TEST_P(IbpCompressTest, IdenticalToTheHostReference) {
   const std::size_t rows = 900;
   const auto data = rows_of(rows, row_bytes, row_bytes * 31 + chunk);
   // The rows in their own exact-size allocation, device or mapped.
-  core::device_buffer<std::byte> d_rows;
-  core::pinned_buffer<std::byte> m_rows;
-  const std::byte* src = nullptr;
-  if (kind == source_kind::device) {
-    d_rows = core::device_buffer<std::byte>{data.size()};
-    SQUEEZE_CUDA_TRY(cudaMemcpy(d_rows.data(), data.data(), data.size(), cudaMemcpyHostToDevice));
-    src = d_rows.data();
-  } else {
-    m_rows = squeeze::xfer::allocate_mapped<std::byte>(data.size());
-    std::copy(data.begin(), data.end(), m_rows.data());
-    src = m_rows.device_data();
-  }
+  const squeeze::test::source_bytes source{kind, data};
+  const std::byte* src = source.data();
   core::stream stream;
   const auto l = static_cast<std::uint32_t>(row_bytes);
 

@@ -71,19 +71,8 @@ gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp:
                     std::vector<std::uint64_t> offsets) {
   device_codebook dcb{cb};
   // The stored bytes in their own exact-size allocation (memcheck sees any overrun).
-  core::device_buffer<std::byte> d_data;
-  core::pinned_buffer<std::byte> m_data;
-  const std::byte* data = nullptr;
-  if (kind == source_kind::device) {
-    d_data = core::device_buffer<std::byte>{set.data.size()};
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpy(d_data.data(), set.data.data(), set.data.size(), cudaMemcpyHostToDevice));
-    data = d_data.data();
-  } else {
-    m_data = squeeze::xfer::allocate_mapped<std::byte>(set.data.size());
-    std::copy(set.data.begin(), set.data.end(), m_data.data());
-    data = m_data.device_data();
-  }
+  const squeeze::test::source_bytes stored{kind, set.data};
+  const std::byte* data = stored.data();
   core::device_buffer<std::uint64_t> d_offsets{offsets.size()};
   core::device_buffer<std::int64_t> d_idx{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride};

@@ -25,6 +25,7 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/report.cuh"
 #include "squeeze/core/status.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
@@ -62,13 +63,6 @@ concept gather_policy_like = requires {
 // clang-format on
 
 namespace detail {
-
-SQUEEZE_DEVICE void report(status* slot, status s) {
-  if (slot != nullptr && s != status::ok) {
-    atomicCAS(reinterpret_cast<unsigned*>(slot), static_cast<unsigned>(status::ok),
-              static_cast<unsigned>(s));
-  }
-}
 
 /// Where output row i's source row lies, or why it cannot be read. Warp-uniform.
 struct row_source {
@@ -132,7 +126,7 @@ void gather_kernel(gather_args<Index> a) {
     xfer::warp_async_wait<1>();
     status st = cur.st;
     if (st == status::ok) st = now.decode_loaded(dst + i * a.dst_stride, cur.stored);
-    if (core::arch::lane_id() == 0) report(a.status_out, st);
+    if (core::arch::lane_id() == 0) core::report_status(a.status_out, st);
     cur = next;
   }
 }

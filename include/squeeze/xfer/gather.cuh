@@ -26,6 +26,7 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/report.cuh"
 #include "squeeze/core/status.hpp"
 #include "squeeze/xfer/copy.cuh"
 
@@ -77,17 +78,6 @@ concept gather_policy_like = requires {
 inline constexpr std::size_t one_wave_row_bytes =
     (warp_threads - 1) * granule_bytes - (granule_bytes - 1);
 
-namespace detail {
-
-SQUEEZE_DEVICE void report(status* slot, status s) {
-  if (slot != nullptr) {
-    atomicCAS(reinterpret_cast<unsigned*>(slot), static_cast<unsigned>(status::ok),
-              static_cast<unsigned>(s));
-  }
-}
-
-}  // namespace detail
-
 /// Warp-cooperative: gathers rows [first, first + rows) of the job (rows <=
 /// Policy::rows_in_flight). All 32 lanes call with the same arguments.
 template <gather_policy_like Policy = gather_policy, class Index>
@@ -105,7 +95,7 @@ SQUEEZE_DEVICE void warp_gather_rows(const gather_args<Index>& a, std::size_t fi
       my_valid = static_cast<std::size_t>(idx) < a.src_rows;
     }
     my_row = my_valid ? static_cast<std::size_t>(idx) : 0;
-    if (!my_valid) detail::report(a.status_out, status::out_of_bounds);
+    if (!my_valid) core::report_status(a.status_out, status::out_of_bounds);
   }
   const auto* src = static_cast<const std::byte*>(a.src);
   auto* dst = static_cast<std::byte*>(a.dst);
