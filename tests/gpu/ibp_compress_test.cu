@@ -70,8 +70,15 @@ TEST_P(IbpCompressTest, IdenticalToTheHostReference) {
   const auto counts = ibp::count_set_bits(src, rows, l, stream);
   ASSERT_EQ(counts, ibp::count_set_bits(std::span<const std::byte>{data}, rows, l));
 
-  // Codebook from the host sweep over those counters, copied to the device.
-  const ibp::codebook cb = ibp::sweep_threshold(data, rows, counts, chunk, 4).best;
+  // The threshold sweep on the GPU keeps the same codebook as the host sweep.
+  const ibp::sweep_result host_sweep = ibp::sweep_threshold(data, rows, counts, chunk, 4);
+  const ibp::sweep_result gpu_sweep =
+      ibp::sweep_threshold_on_gpu(src, rows, counts, chunk, 4, stream);
+  EXPECT_EQ(gpu_sweep.threshold, host_sweep.threshold);
+  EXPECT_EQ(gpu_sweep.stored_bytes, host_sweep.stored_bytes);
+  EXPECT_EQ(gpu_sweep.best.mask, host_sweep.best.mask);
+  EXPECT_EQ(gpu_sweep.best.bitval, host_sweep.best.bitval);
+  const ibp::codebook& cb = host_sweep.best;
   core::device_buffer<std::byte> mask{l}, bitval{l};
   mask.copy_from(std::span<const std::byte>{cb.mask}, stream);
   bitval.copy_from(std::span<const std::byte>{cb.bitval}, stream);

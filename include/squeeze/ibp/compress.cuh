@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
 
@@ -267,6 +269,45 @@ inline void stored_sizes(const std::byte* rows, std::size_t n, const codebook_re
         <<<detail::grid_for(n, 8), 256, 0, stream>>>(rows, n, cb, sizes, total);
     SQUEEZE_CHECK_LAUNCH();
   });
+}
+
+/// The paper's threshold sweep on the GPU: for `steps` + 1 thresholds T evenly spaced
+/// from 0.70 n to n, the codebook make_codebook builds from `counts` is sent to the GPU
+/// and the rows' total stored size measured there (one pass over the rows each); the
+/// codebook with the smallest total is kept (ties: the larger T). Pass a sample of the
+/// rows (and counts over the same sample) to preprocess faster than one pass per T.
+inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
+                                           std::span<const std::uint64_t> counts,
+                                           std::uint32_t chunk_bytes, int steps,
+                                           cudaStream_t stream) {
+  SQUEEZE_EXPECTS(n > 0, "ibp::sweep_threshold_on_gpu: needs at least one row");
+  SQUEEZE_EXPECTS(steps >= 1, "ibp::sweep_threshold_on_gpu: steps must be positive");
+  const auto row_bytes = static_cast<std::uint32_t>(counts.size() / 8);
+  core::device_buffer<std::byte> mask{row_bytes, stream};
+  core::device_buffer<std::byte> bitval{row_bytes, stream};
+  core::device_buffer<unsigned long long> total{1, stream};
+  const auto lo = static_cast<std::uint64_t>(0.70 * static_cast<double>(n));
+  sweep_result result;
+  bool first = true;
+  for (int s = steps; s >= 0; --s) {
+    const std::uint64_t t =
+        lo + (n - lo) * static_cast<std::uint64_t>(s) / static_cast<std::uint64_t>(steps);
+    codebook cb = make_codebook(counts, n, t, chunk_bytes);
+    mask.copy_from(std::span<const std::byte>{cb.mask}, stream);
+    bitval.copy_from(std::span<const std::byte>{cb.bitval}, stream);
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), stream));
+    stored_sizes(rows, n, codebook_ref{mask.data(), bitval.data(), row_bytes, chunk_bytes}, nullptr,
+                 total.data(), stream);
+    unsigned long long bytes = 0;
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpyAsync(&bytes, total.data(), sizeof bytes, cudaMemcpyDeviceToHost, stream));
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (first || bytes < result.stored_bytes) {
+      result = {std::move(cb), t, bytes};
+      first = false;
+    }
+  }
+  return result;
 }
 
 /// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.
