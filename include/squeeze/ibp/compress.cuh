@@ -280,19 +280,11 @@ inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
                                            std::span<const std::uint64_t> counts,
                                            std::uint32_t chunk_bytes, int steps,
                                            cudaStream_t stream) {
-  SQUEEZE_EXPECTS(n > 0, "ibp::sweep_threshold_on_gpu: needs at least one row");
-  SQUEEZE_EXPECTS(steps >= 1, "ibp::sweep_threshold_on_gpu: steps must be positive");
   const auto row_bytes = static_cast<std::uint32_t>(counts.size() / 8);
   core::device_buffer<std::byte> mask{row_bytes, stream};
   core::device_buffer<std::byte> bitval{row_bytes, stream};
   core::device_buffer<unsigned long long> total{1, stream};
-  const auto lo = static_cast<std::uint64_t>(0.70 * static_cast<double>(n));
-  sweep_result result;
-  bool first = true;
-  for (int s = steps; s >= 0; --s) {
-    const std::uint64_t t =
-        lo + (n - lo) * static_cast<std::uint64_t>(s) / static_cast<std::uint64_t>(steps);
-    codebook cb = make_codebook(counts, n, t, chunk_bytes);
+  return sweep_thresholds(counts, n, chunk_bytes, steps, [&](const codebook& cb) {
     mask.copy_from(std::span<const std::byte>{cb.mask}, stream);
     bitval.copy_from(std::span<const std::byte>{cb.bitval}, stream);
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), stream));
@@ -302,12 +294,8 @@ inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
     SQUEEZE_CUDA_TRY(
         cudaMemcpyAsync(&bytes, total.data(), sizeof bytes, cudaMemcpyDeviceToHost, stream));
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
-    if (first || bytes < result.stored_bytes) {
-      result = {std::move(cb), t, bytes};
-      first = false;
-    }
-  }
-  return result;
+    return static_cast<std::uint64_t>(bytes);
+  });
 }
 
 /// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.

@@ -120,14 +120,15 @@ struct sweep_result {
   std::uint64_t stored_bytes = 0;  ///< total over the rows, raw rows included
 };
 
-/// Sweeps T over `steps` evenly spaced values from 0.70·N to N (counts from
-/// count_set_bits over the same rows) and keeps the codebook that stores the rows in
-/// the fewest bytes; ties go to the larger T.
-inline sweep_result sweep_threshold(std::span<const std::byte> data, std::size_t rows,
-                                    std::span<const std::uint64_t> counts,
-                                    std::uint32_t chunk_bytes, int steps = 16) {
-  SQUEEZE_EXPECTS(rows > 0, "ibp::sweep_threshold: needs at least one row");
-  SQUEEZE_EXPECTS(steps >= 1, "ibp::sweep_threshold: steps must be positive");
+/// The sweep itself: for steps + 1 thresholds T evenly spaced from 0.70·N to N (N =
+/// rows), builds the codebook from `counts` and asks `total_of(codebook)` for the rows'
+/// total stored bytes under it; keeps the smallest (ties: the larger T). The host and
+/// the GPU sweeps differ only in how they measure the total.
+template <class TotalOf>
+sweep_result sweep_thresholds(std::span<const std::uint64_t> counts, std::size_t rows,
+                              std::uint32_t chunk_bytes, int steps, TotalOf&& total_of) {
+  SQUEEZE_EXPECTS(rows > 0, "ibp threshold sweep: needs at least one row");
+  SQUEEZE_EXPECTS(steps >= 1, "ibp threshold sweep: steps must be positive");
   const auto lo = static_cast<std::uint64_t>(0.70 * static_cast<double>(rows));
   sweep_result result;
   bool first = true;
@@ -135,13 +136,21 @@ inline sweep_result sweep_threshold(std::span<const std::byte> data, std::size_t
     const std::uint64_t t =
         lo + (rows - lo) * static_cast<std::uint64_t>(s) / static_cast<std::uint64_t>(steps);
     codebook cb = make_codebook(counts, rows, t, chunk_bytes);
-    const std::uint64_t bytes = stored_total(data, rows, cb);
+    const std::uint64_t bytes = total_of(cb);
     if (first || bytes < result.stored_bytes) {
       result = {std::move(cb), t, bytes};
       first = false;
     }
   }
   return result;
+}
+
+/// The sweep on the host (counts from count_set_bits over the same rows).
+inline sweep_result sweep_threshold(std::span<const std::byte> data, std::size_t rows,
+                                    std::span<const std::uint64_t> counts,
+                                    std::uint32_t chunk_bytes, int steps = 16) {
+  return sweep_thresholds(counts, rows, chunk_bytes, steps,
+                          [&](const codebook& cb) { return stored_total(data, rows, cb); });
 }
 
 // ---- compressed data sets -------------------------------------------------------------
