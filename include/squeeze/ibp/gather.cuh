@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -171,18 +173,23 @@ void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
                                           static_cast<int>(smem)));
   }
   // A persistent grid: as many blocks as fit at once, so each warp decodes a sequence of
-  // rows and keeps the next one's load in flight.
+  // rows and keeps the next one's load in flight. The count is queried once per device
+  // (per instantiation of this function) and cached.
+  static std::array<std::atomic<std::size_t>, 64> resident_cache{};
   int device = 0;
-  int sms = 0;
-  int per_sm = 0;
   SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  SQUEEZE_CUDA_TRY(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Policy::block_threads, smem));
+  std::size_t resident = device < 64 ? resident_cache[device].load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    int sms = 0;
+    int per_sm = 0;
+    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                   Policy::block_threads, smem));
+    resident = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm > 0 ? per_sm : 1);
+    if (device < 64) resident_cache[device].store(resident, std::memory_order_relaxed);
+  }
   constexpr std::size_t warps_per_block = Policy::block_threads / warp_threads;
   const std::size_t wanted = core::div_ceil(a.count, warps_per_block);
-  const std::size_t resident =
-      static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm > 0 ? per_sm : 1);
   const auto blocks = static_cast<unsigned>(wanted < resident ? wanted : resident);
   kernel<<<blocks, Policy::block_threads, smem, stream>>>(a);
   SQUEEZE_CHECK_LAUNCH();
