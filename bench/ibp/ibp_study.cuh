@@ -18,7 +18,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/l2_flush.hpp"
 #include "common/report.hpp"
 #include "squeeze/core.hpp"
 #include "squeeze/ibp/compress.cuh"
@@ -119,11 +119,6 @@ class decode_case {
     bitval_.copy_from(std::span<const std::byte>{cb_.bitval}, stream_);
     out_ = core::device_buffer<std::byte>{items * row_bytes};
     status_ = core::device_buffer<status>{1};
-    int device = 0;
-    SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-    int l2 = 0;
-    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    flush_ = core::device_buffer<std::byte>{2 * static_cast<std::size_t>(l2)};
     stream_.synchronize();
   }
 
@@ -162,7 +157,7 @@ class decode_case {
 
   /// Milliseconds of one run of `m`, after flushing the L2.
   double time_once(method m) {
-    flush_.fill_bytes(0, stream_);
+    l2_.flush(stream_);
     timer_.start();
     run(m);
     timer_.stop();
@@ -248,7 +243,7 @@ class decode_case {
   core::device_buffer<std::byte> bitval_;
   core::device_buffer<std::byte> out_;
   core::device_buffer<status> status_;
-  core::device_buffer<std::byte> flush_;
+  l2_flusher l2_;
 };
 
 struct case_result {
@@ -372,15 +367,7 @@ inline void add_real_data_rows(report_table& table, const real_rows& d) {
   rows.copy_from(std::span<const std::byte>{d.rows}, stream);
   stream.synchronize();
   const auto host_ms = [](auto&& work) {
-    return core::collect({.warmup = 1, .repeats = 5},
-                         [&] {
-                           const auto start = std::chrono::steady_clock::now();
-                           work();
-                           return std::chrono::duration<double, std::milli>(
-                                      std::chrono::steady_clock::now() - start)
-                               .count();
-                         })
-        .median_ms;
+    return core::time_host({.warmup = 1, .repeats = 5}, work).median_ms;
   };
   ibp::sweep_result sweep;
   const double preprocess_ms = host_ms([&] {

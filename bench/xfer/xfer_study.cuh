@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +59,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/l2_flush.hpp"
 #include "common/report.hpp"
 #include "squeeze/core.hpp"
 #include "squeeze/xfer/gather.cuh"
@@ -405,17 +405,6 @@ inline void check_gathered(const std::string& what, std::span<const std::byte> g
   throw verification_error{what + detail};
 }
 
-/// Median etc. of `work()` timed by the host clock (warm-up runs first).
-template <class Work>
-core::timing_summary time_host(core::timing_options options, Work&& work) {
-  using clock = std::chrono::steady_clock;
-  return core::collect(options, [&] {
-    const auto start = clock::now();
-    work();
-    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-  });
-}
-
 // ---- the naive zero-copy kernel -------------------------------------------------------------
 
 inline constexpr int naive_block_threads = 256;
@@ -469,7 +458,6 @@ class gpu_study {
     dst_ = core::device_buffer<std::byte>{set_.gathered_bytes()};
     slots_ = core::device_buffer<std::uint32_t>{set_.items()};
     status_ = core::device_buffer<status>{1};
-    l2_flush_ = core::device_buffer<std::byte>{std::max<std::size_t>(2 * device_.l2_bytes, 1)};
     fill_random(pool_.span(), config.seed + item_bytes, workers);
     slots_.copy_from(set_.slots, stream_);
     stream_.synchronize();
@@ -511,14 +499,13 @@ class gpu_study {
   /// One timed run of `m`, in ms: CUDA events around the work, or for cpu_gather_bulk the
   /// host clock around gather + copy + stream synchronization. The L2 is flushed first.
   double time_once(method m, placement p) {
-    flush_l2();
+    l2_.flush(stream_);
     if (m == method::cpu_gather_bulk) {
       stream_.synchronize();
-      const auto start = std::chrono::steady_clock::now();
-      run(m, p);
-      stream_.synchronize();
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-          .count();
+      return core::host_ms([&] {
+        run(m, p);
+        stream_.synchronize();
+      });
     }
     timer_.start();
     run(m, p);
@@ -584,8 +571,6 @@ class gpu_study {
     }
   }
 
-  void flush_l2() { l2_flush_.fill_bytes(0, stream_); }
-
   study_config config_;
   worker_pool* workers_;
   core::device_info device_;
@@ -597,7 +582,7 @@ class gpu_study {
   core::device_buffer<std::byte> dst_;        // [items, S] packed
   core::device_buffer<std::uint32_t> slots_;  // [items] item i's slot
   core::device_buffer<status> status_;        // [1] gather_rows' report
-  core::device_buffer<std::byte> l2_flush_;   // [2 x L2 bytes] written before every run
+  l2_flusher l2_;                             // written before every run
   std::vector<std::byte> readback_;           // [items, S] dst copied back for verification
   std::set<std::pair<method, placement>> verified_;
 };
@@ -723,14 +708,14 @@ inline void tour_section(report_table& table, const tour_context& context) {
       std::vector<std::byte> staging(set.gathered_bytes());
       fill_random(pool, config.seed + s, workers);
       const double contiguous_ms =
-          time_host(config.timing, [&] {
+          core::time_host(config.timing, [&] {
             host_copy(staging.data(), pool.data(), set.gathered_bytes(), workers);
           }).median_ms;
       for (const placement p : placements) {
         host_gather(pool.data(), set, p, staging.data(), workers);
         check_gathered(std::string{"xfer host gather "} + format_bytes(s) + ' ' + name(p), staging,
                        pool.data(), set, p, workers);
-        const double gather_ms = time_host(config.timing, [&] {
+        const double gather_ms = core::time_host(config.timing, [&] {
                                    host_gather(pool.data(), set, p, staging.data(), workers);
                                  }).median_ms;
         table.add({"xfer", "CPU gather " + format_bytes(s) + ' ' + name(p) + " vs contiguous copy",

@@ -210,3 +210,50 @@ TEST(IbpGather, BadArgumentsThrowBeforeAnyLaunch) {
   a.count = 0;
   EXPECT_NO_THROW(ibp::gather_rows(a, nullptr));
 }
+
+namespace ibp_decode_test {
+
+// One warp per row through the one-call decode(): what a user's own kernel does.
+SQUEEZE_KERNEL(32)
+void decode_each_row(const std::byte* data, const std::uint64_t* offsets, std::size_t rows,
+                     std::uint64_t data_bytes, ibp::codebook_ref cb, std::byte* out,
+                     squeeze::status* st) {
+  __shared__ ibp::warp_decoder<>::TempStorage storage;
+  ibp::warp_decoder<> dec{storage, cb};
+  const auto readable = squeeze::xfer::readable_range::of(data, data_bytes);
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const auto stored = static_cast<std::uint32_t>(offsets[r + 1] - offsets[r]);
+    const status s = dec.decode(out + r * cb.tensor_bytes, data + offsets[r], stored, readable);
+    if (threadIdx.x == 0 && s != status::ok) *st = s;
+    __syncwarp();
+  }
+}
+
+}  // namespace ibp_decode_test
+
+TEST(IbpDecoder, OneCallDecodeInAUserKernel) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t rows = 300, row_bytes = 1000;
+  const auto data = mixed_rows(rows, row_bytes, 5);
+  const auto cb =
+      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
+  const squeeze::test::source_bytes stored{source_kind::mapped_host, set.data};
+  const device_codebook dcb{cb};
+  core::device_buffer<std::uint64_t> offsets{set.offsets.size()};
+  core::device_buffer<std::byte> out{data.size()};
+  core::device_buffer<status> st{1};
+  SQUEEZE_CUDA_TRY(
+      cudaMemcpy(offsets.data(), set.offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice));
+  SQUEEZE_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));
+  SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
+  decode_each_row<<<64, 32>>>(stored.data(), offsets.data(), rows, set.data.size(), dcb.ref,
+                              out.data(), st.data());
+  SQUEEZE_CHECK_LAUNCH();
+  std::vector<std::byte> back(data.size());
+  SQUEEZE_CUDA_TRY(cudaMemcpy(back.data(), out.data(), back.size(), cudaMemcpyDeviceToHost));
+  status s{};
+  SQUEEZE_CUDA_TRY(cudaMemcpy(&s, st.data(), sizeof s, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(s, status::ok);
+  EXPECT_EQ(squeeze::test::first_mismatch(back.data(), data.data(), data.size()), -1);
+}

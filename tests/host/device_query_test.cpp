@@ -3,6 +3,8 @@
 #include <squeeze/core/device.hpp>
 #include <squeeze/core/timer.hpp>
 
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 TEST(DeviceQuery, DetectNeverThrowsAndExplainsAbsence) {
@@ -41,4 +43,18 @@ TEST(Timer, CollectDiscardsWarmupAndSummarizesRepeats) {
   EXPECT_EQ(s.samples, 5);
   EXPECT_DOUBLE_EQ(s.median_ms, 5.0);  // samples 3..7
   EXPECT_DOUBLE_EQ(s.max_ms, 7.0);
+}
+
+TEST(Timer, HostClockTimesHostWork) {
+  const double ms = squeeze::core::host_ms([] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
+  EXPECT_GE(ms, 3.0);
+  EXPECT_LT(ms, 1000.0);
+  int runs = 0;
+  const auto s = squeeze::core::time_host({.warmup = 1, .repeats = 3}, [&] { ++runs; });
+  EXPECT_EQ(runs, 4);
+  EXPECT_EQ(s.samples, 3);
 }

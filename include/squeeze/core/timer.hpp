@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -110,6 +111,22 @@ timing_summary time_region(cudaStream_t stream, timing_options options, Work&& w
     timer.stop();
     return static_cast<double>(timer.elapsed_ms());
   });
+}
+
+/// Milliseconds `work()` takes by the host clock (for work that synchronizes itself, or
+/// host work).
+template <class Work>
+double host_ms(Work&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Summary of `work()` timed by the host clock, after options.warmup untimed runs.
+template <class Work>
+timing_summary time_host(timing_options options, Work&& work) {
+  return collect(options, [&] { return host_ms(work); });
 }
 
 }  // namespace squeeze::core

@@ -5,8 +5,10 @@
 //
 // The rows come from a condensed set (ibp/dataset.hpp): stored rows back to back in
 // `data`, row r in [offsets[r], offsets[r+1]); a row as long as tensor_bytes is raw.
-// One warp decodes one row at a time, with the next row's load in flight in a second
-// workspace while it decodes (double buffering through cp.async groups).
+// One warp decodes one row at a time on a persistent grid. Each warp fetches its next row
+// into a second workspace before decoding the current one: with cp.async loads
+// (decode_policy::async_loads) that fetch is in flight while it decodes; with the default
+// ordinary loads it completes first, and other warps on the SM hide its latency.
 //
 // Bad input is reported, never followed: an index >= rows -> status::out_of_bounds, the
 // output row untouched; offsets that are not monotone, leave `data` or exceed
