@@ -35,8 +35,7 @@ int main(int argc, char** argv) try {
   const std::size_t batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000;
   const auto row_bytes = static_cast<std::uint32_t>(features * sizeof(float));
   SQUEEZE_EXPECTS(nodes > 0 && batch > 0 && batch <= nodes, "need 0 < batch <= nodes");
-  SQUEEZE_EXPECTS(row_bytes > 0 && row_bytes <= ibp::max_compress_row_bytes,
-                  "features must be 1 to 1024 float32 values");
+  SQUEEZE_EXPECTS(row_bytes > 0, "features must be positive");
   const auto presence = core::detect_devices();
   if (!presence.present()) {
     std::printf("ibp_feature_gather: no CUDA device (%s); nothing to run\n",
@@ -68,11 +67,11 @@ int main(int argc, char** argv) try {
       ibp::compress_condensed(table.device_data(), nodes, cb, stream);
   prep.stop();
   // The compressed rows live in host memory, like the uncompressed ones.
-  auto host_set = xfer::allocate_mapped<std::byte>(compressed.data.size());
+  auto host_set = xfer::allocate_mapped<std::byte>(compressed.data_bytes);
   compressed.data.copy_to(std::span<std::byte>{host_set.data(), host_set.size()}, stream);
   stream.synchronize();
   const double saved =
-      1.0 - static_cast<double>(compressed.data.size()) / static_cast<double>(nodes * row_bytes);
+      1.0 - static_cast<double>(compressed.data_bytes) / static_cast<double>(nodes * row_bytes);
   std::printf(
       "preprocessed and compressed %zu rows of %u B in %.1f ms: %.1f %% saved (T = %llu of %zu)\n",
       nodes, row_bytes, prep.elapsed_ms(), 100.0 * saved,

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/gpu_test.hpp"
+#include "common/ibp_test.hpp"
 
 namespace core = squeeze::core;
 namespace ibp = squeeze::ibp;
@@ -27,75 +29,37 @@ using squeeze::test::source_kind;
 // external linkage.
 namespace ibp_decode_test {
 
-// Rows that compress by different amounts: float32 N(0,1) features with every 7th row
-// replaced by noise (stored raw), so one set holds both kinds.
-std::vector<std::byte> mixed_rows(std::size_t rows, std::size_t row_bytes, std::uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::normal_distribution<float> normal{0.0f, 1.0f};
-  std::vector<std::byte> v(rows * row_bytes);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t b = 0; b < row_bytes; b += 4) {
-      const float f = normal(rng);
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, &f, 4);
-      if (r % 7 == 3) bits = static_cast<std::uint32_t>(rng());
-      std::memcpy(v.data() + r * row_bytes + b, &bits, std::min<std::size_t>(4, row_bytes - b));
-    }
-  }
-  return v;
-}
-
-struct device_codebook {
-  core::device_buffer<std::byte> mask;
-  core::device_buffer<std::byte> bitval;
-  ibp::codebook_ref ref;
-
-  explicit device_codebook(const ibp::codebook& cb)
-      : mask{cb.tensor_bytes}, bitval{cb.tensor_bytes} {
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpy(mask.data(), cb.mask.data(), cb.tensor_bytes, cudaMemcpyHostToDevice));
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpy(bitval.data(), cb.bitval.data(), cb.tensor_bytes, cudaMemcpyHostToDevice));
-    ref = {mask.data(), bitval.data(), cb.tensor_bytes, cb.chunk_bytes};
-  }
-};
+using squeeze::test::device_codebook;
+using squeeze::test::mixed_rows;
 
 struct gathered {
   std::vector<std::byte> out;
   status st = status::ok;
 };
 
-// Gathers `indices` from a condensed set placed in device or mapped memory.
+// Gathers `indices` from a set (either layout) placed in device or mapped memory; a
+// condensed set reads `offsets` (the set's own, or tampered ones).
+template <class Policy = ibp::gather_policy>
 gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp::codebook& cb,
                     const std::vector<std::int64_t>& indices, std::size_t dst_stride,
                     std::vector<std::uint64_t> offsets) {
   device_codebook dcb{cb};
-  // The stored bytes in their own exact-size allocation (memcheck sees any overrun).
-  const squeeze::test::source_bytes stored{kind, set.data};
-  const std::byte* data = stored.data();
-  core::device_buffer<std::uint64_t> d_offsets{offsets.size()};
+  const squeeze::test::placed_set placed{kind, set, offsets};
   core::device_buffer<std::int64_t> d_idx{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride};
   core::device_buffer<status> d_status{1};
-  SQUEEZE_CUDA_TRY(
-      cudaMemcpy(d_offsets.data(), offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(
       cudaMemcpy(d_idx.data(), indices.data(), indices.size() * 8, cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(d_status.data(), 0, sizeof(status)));
   core::stream stream;
-  ibp::gather_args<std::int64_t> a;
+  auto a = placed.args<std::int64_t>(dcb.ref);
   a.dst = dst.data();
   a.dst_stride = dst_stride;
-  a.data = data;
-  a.data_bytes = set.data.size();
-  a.offsets = d_offsets.data();
-  a.rows = set.rows;
   a.indices = d_idx.data();
   a.count = indices.size();
-  a.codebook = dcb.ref;
   a.status_out = d_status.data();
-  ibp::gather_rows(a, stream);
+  ibp::gather_rows<Policy>(a, stream);
   stream.synchronize();
   gathered g;
   g.out.resize(dst.bytes());
@@ -104,22 +68,15 @@ gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp:
   return g;
 }
 
-// The expected output: poison, with row i = data row indices[i] where `good(i)`.
 template <class Good>
 std::vector<std::byte> expected(const std::vector<std::byte>& data, std::size_t row_bytes,
                                 const std::vector<std::int64_t>& indices, std::size_t dst_stride,
                                 Good&& good) {
-  std::vector<std::byte> want(indices.size() * dst_stride, squeeze::test::poison);
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    if (!good(i)) continue;
-    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(indices[i] * row_bytes), row_bytes,
-                want.begin() + static_cast<std::ptrdiff_t>(i * dst_stride));
-  }
-  return want;
+  return squeeze::test::expected_rows(data, row_bytes, indices, dst_stride, good);
 }
 
-class IbpGatherTest
-    : public ::testing::TestWithParam<std::tuple<source_kind, std::uint32_t, std::size_t>> {
+class IbpGatherTest : public ::testing::TestWithParam<
+                          std::tuple<source_kind, std::uint32_t, std::size_t, ibp::layout>> {
  protected:
   void SetUp() override { SQUEEZE_REQUIRE_GPU(); }
 };
@@ -129,12 +86,13 @@ class IbpGatherTest
 using namespace ibp_decode_test;
 
 TEST_P(IbpGatherTest, MatchesTheHostReference) {
-  const auto [kind, chunk, row_bytes] = GetParam();
-  const std::size_t rows = 700;
+  const auto [kind, chunk, row_bytes, layout] = GetParam();
+  // Rows longer than the decoder's 4 KiB workspace are streamed through it.
+  const std::size_t rows = std::min<std::size_t>(700, (std::size_t{8} << 20) / row_bytes);
   const auto data = mixed_rows(rows, row_bytes, row_bytes * 13 + chunk);
   const auto counts = ibp::count_set_bits(data, rows, static_cast<std::uint32_t>(row_bytes));
   const auto cb = ibp::sweep_threshold(data, rows, counts, chunk, 4).best;
-  const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
+  const auto set = ibp::compress(data, rows, cb, layout);
   std::size_t raw = 0;
   for (std::size_t r = 0; r < rows; ++r) raw += set.is_raw(r) ? 1 : 0;
   ASSERT_GT(raw, 0u);  // the set exercises raw rows
@@ -142,7 +100,7 @@ TEST_P(IbpGatherTest, MatchesTheHostReference) {
     ASSERT_LT(raw, rows);  // and compressed ones (tiny rows cannot save a byte)
   }
   std::mt19937_64 rng{row_bytes};
-  std::vector<std::int64_t> indices(1500);
+  std::vector<std::int64_t> indices(std::min<std::size_t>(1500, 2 * rows));
   for (auto& x : indices) x = static_cast<std::int64_t>(rng() % rows);
   const std::size_t dst_stride = row_bytes + 3;  // misaligned output rows
   const auto g = run_gather(kind, set, cb, indices, dst_stride, set.offsets);
@@ -159,11 +117,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(source_kind::device, source_kind::mapped_host),
                        ::testing::Values(1u, 2u, 4u, 8u),
                        ::testing::Values(std::size_t{1}, std::size_t{13}, std::size_t{256},
-                                         std::size_t{1000}, std::size_t{4096})),
+                                         std::size_t{1000}, std::size_t{4096}, std::size_t{4099},
+                                         std::size_t{20000}, std::size_t{65536}),
+                       ::testing::Values(ibp::layout::condensed, ibp::layout::in_place)),
     [](const auto& info) {
       return std::string{squeeze::test::name(std::get<0>(info.param))} + "_C" +
              std::to_string(std::get<1>(info.param)) + "_L" +
-             std::to_string(std::get<2>(info.param));
+             std::to_string(std::get<2>(info.param)) +
+             (std::get<3>(info.param) == ibp::layout::in_place ? "_in_place" : "_condensed");
     });
 
 TEST(IbpGather, MalformedRowsAreReportedAndNotFollowed) {
@@ -203,12 +164,153 @@ TEST(IbpGather, MalformedRowsAreReportedAndNotFollowed) {
   EXPECT_TRUE(g.st == status::truncated || g.st == status::corrupt) << squeeze::to_string(g.st);
 }
 
+namespace ibp_decode_test {
+
+template <std::uint32_t Workspace>
+struct small_workspace {
+  static constexpr int block_threads = 128;
+  struct decode {
+    static constexpr std::uint32_t workspace_bytes = Workspace;
+    static constexpr bool async_loads = false;
+  };
+};
+
+}  // namespace ibp_decode_test
+
+// A 1 KiB workspace streams 4 KiB rows in both layouts; a 256-byte one (too small to
+// stream) reports them as invalid_argument and leaves them untouched.
+TEST(IbpGather, WorkspaceSizeDecidesBetweenStreamingAndReporting) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t rows = 300, row_bytes = 4096;
+  const auto data = mixed_rows(rows, row_bytes, 31);
+  const auto cb =
+      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 2, 4).best;
+  std::vector<std::int64_t> indices(rows);
+  for (std::size_t i = 0; i < rows; ++i) indices[i] = static_cast<std::int64_t>(rows - 1 - i);
+  for (const auto layout : {ibp::layout::condensed, ibp::layout::in_place}) {
+    const auto set = ibp::compress(data, rows, cb, layout);
+    auto g = run_gather<small_workspace<1024>>(source_kind::mapped_host, set, cb, indices,
+                                               row_bytes, set.offsets);
+    EXPECT_EQ(g.st, status::ok);
+    auto want = expected(data, row_bytes, indices, row_bytes, [](std::size_t) { return true; });
+    EXPECT_EQ(squeeze::test::first_mismatch(g.out.data(), want.data(), want.size()), -1);
+
+    g = run_gather<small_workspace<256>>(source_kind::device, set, cb, indices, row_bytes,
+                                         set.offsets);
+    EXPECT_EQ(g.st, status::invalid_argument);
+    // Every row is stored in more than 256 bytes: none is written.
+    want = expected(data, row_bytes, indices, row_bytes, [](std::size_t) { return false; });
+    EXPECT_EQ(squeeze::test::first_mismatch(g.out.data(), want.data(), want.size()), -1);
+  }
+}
+
+// An in-place row whose participation bits describe a stream that does not fit its slot
+// is corrupt: reported, its output row untouched, the other rows right.
+TEST(IbpGather, InPlaceRowsThatOverflowTheirSlotAreReported) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t rows = 64, row_bytes = 512;
+  const auto data = mixed_rows(rows, row_bytes, 41);
+  const auto cb =
+      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  auto set = ibp::compress(data, rows, cb, ibp::layout::in_place);
+  std::size_t victim = 0;
+  while (set.is_raw(victim)) ++victim;
+  // No chunk participates: every chunk stored whole, longer than the slot.
+  const std::size_t pbytes = (cb.ref().chunks() + 7) / 8;
+  std::fill_n(set.data.begin() + static_cast<std::ptrdiff_t>(victim * row_bytes), pbytes,
+              std::byte{0});
+  std::vector<std::int64_t> indices(rows);
+  for (std::size_t i = 0; i < rows; ++i) indices[i] = static_cast<std::int64_t>(i);
+  const auto g = run_gather(source_kind::mapped_host, set, cb, indices, row_bytes, {});
+  EXPECT_EQ(g.st, status::corrupt);
+  const auto want =
+      expected(data, row_bytes, indices, row_bytes, [&](std::size_t i) { return i != victim; });
+  EXPECT_EQ(squeeze::test::first_mismatch(g.out.data(), want.data(), want.size()), -1);
+}
+
+// Clustered sets (one codebook per cluster, ids packed per row) decode exactly in both
+// layouts; an id past the last cluster is corrupt and its row untouched.
+TEST(IbpGather, ClusteredSetsDecodeWithEachRowsCodebook) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t rows = 2000, row_bytes = 300;
+  const auto data = squeeze::test::grouped_rows(rows, row_bytes, 5, 51);
+  ibp::cluster_options opt;
+  opt.clusters = 5;
+  opt.seed = 3;
+  const ibp::cluster_set clusters = ibp::make_clusters(data, rows, row_bytes, 4, opt);
+  ASSERT_EQ(clusters.id_bits, 3u);
+  std::vector<std::int64_t> indices(3000);
+  std::mt19937_64 rng{8};
+  for (auto& x : indices) x = static_cast<std::int64_t>(rng() % rows);
+  for (const auto layout : {ibp::layout::condensed, ibp::layout::in_place}) {
+    const auto set = ibp::compress(data, rows, clusters, layout);
+    auto ids = clusters.ids;
+    std::size_t victim = 0;
+    if (layout == ibp::layout::in_place) {  // row `victim` gets id 7 (only 5 clusters)
+      victim = static_cast<std::size_t>(indices[17]);
+      for (unsigned b = 0; b < 3; ++b) ids[(victim * 3 + b) / 32] |= 1u << ((victim * 3 + b) % 32);
+    }
+    const squeeze::test::device_clusters dc{clusters, ids};
+    const squeeze::test::placed_set placed{source_kind::mapped_host, set};
+    core::device_buffer<std::int64_t> d_idx{indices.size()};
+    core::device_buffer<std::byte> dst{indices.size() * row_bytes};
+    core::device_buffer<status> st{1};
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(d_idx.data(), indices.data(), d_idx.bytes(), cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
+    SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
+    auto a = placed.args<std::int64_t>({});
+    a.clusters = dc.ref;
+    a.dst = dst.data();
+    a.dst_stride = row_bytes;
+    a.indices = d_idx.data();
+    a.count = indices.size();
+    a.status_out = st.data();
+    core::stream stream;
+    ibp::gather_rows(a, stream);
+    stream.synchronize();
+    std::vector<std::byte> got(dst.bytes());
+    status s{};
+    SQUEEZE_CUDA_TRY(cudaMemcpy(got.data(), dst.data(), got.size(), cudaMemcpyDeviceToHost));
+    SQUEEZE_CUDA_TRY(cudaMemcpy(&s, st.data(), sizeof s, cudaMemcpyDeviceToHost));
+    const bool tampered = layout == ibp::layout::in_place;
+    EXPECT_EQ(s, tampered ? status::corrupt : status::ok);
+    const auto want = expected(data, row_bytes, indices, row_bytes, [&](std::size_t i) {
+      return !tampered || static_cast<std::size_t>(indices[i]) != victim;
+    });
+    EXPECT_EQ(squeeze::test::first_mismatch(got.data(), want.data(), want.size()), -1);
+  }
+}
+
 TEST(IbpGather, BadArgumentsThrowBeforeAnyLaunch) {
   ibp::gather_args<std::int32_t> a;
   a.count = 1;
   EXPECT_THROW(ibp::gather_rows(a, nullptr), squeeze::invalid_argument);
   a.count = 0;
   EXPECT_NO_THROW(ibp::gather_rows(a, nullptr));
+  // An in-place set whose data cannot hold its rows.
+  std::byte one{};
+  std::uint32_t raw = 0;
+  std::int32_t idx = 0;
+  std::byte mask[4] = {}, bitval[4] = {};
+  a = {};
+  a.dst = &one;
+  a.dst_stride = 4;
+  a.kind = ibp::layout::in_place;
+  a.data = &one;
+  a.data_bytes = 7;
+  a.raw = &raw;
+  a.rows = 2;
+  a.indices = &idx;
+  a.count = 1;
+  a.codebook = {mask, bitval, 4, 4};
+  try {
+    ibp::gather_rows(a, nullptr);
+    ADD_FAILURE() << "no exception";
+  } catch (const squeeze::invalid_argument& e) {
+    EXPECT_NE(std::string{e.what()}.find("needs 8 data bytes, has 7"), std::string::npos)
+        << e.what();
+  }
 }
 
 namespace ibp_decode_test {

@@ -144,33 +144,28 @@ void sizes_kernel(const std::byte* rows, std::size_t n, codebook_ref cb, std::ui
   if (total != nullptr && core::arch::lane_id() == 0) atomicAdd(total, sum);
 }
 
-/// Encodes row r into out (its stored bytes), through `ws` (shared, >= L + 16 bytes,
-/// 4-byte aligned). Raw rows are copied.
-template <unsigned C>
-SQUEEZE_DEVICE void warp_encode(const std::byte* row, const codebook_ref& cb, std::byte* out,
-                                std::uint32_t stored, std::uint32_t* ws) {
-  const unsigned lane = core::arch::lane_id();
-  if (stored == cb.tensor_bytes) {
-    for (std::uint32_t b = lane; b < stored; b += warp_threads) out[b] = row[b];
-    return;
+/// ORs the low `count` (<= 64) bits of v into a zeroed bit stream of 32-bit words at bit
+/// `at`, word by word with atomicOr: lanes' fields may share a word.
+SQUEEZE_DEVICE void or_bits(std::uint32_t* words, std::uint64_t at, unsigned count,
+                            std::uint64_t v) {
+  while (count > 0) {
+    const unsigned shift = static_cast<unsigned>(at % 32);
+    const unsigned take = 32 - shift < count ? 32 - shift : count;
+    const auto field = static_cast<std::uint32_t>(v & core::low_mask<std::uint64_t>(take));
+    atomicOr(words + at / 32, field << shift);
+    v = take >= 64 ? 0 : v >> take;
+    at += take;
+    count -= take;
   }
+}
+
+/// Writes a row's compressed stream (bits from 0) through put(at, count, v), which ORs
+/// bits into a zeroed stream: participation bits and payloads, lanes in parallel.
+template <unsigned C, class Put>
+SQUEEZE_DEVICE void encode_stream(const std::byte* row, const codebook_ref& cb, Put&& put) {
   constexpr unsigned per_lane = 16 / C;
   constexpr unsigned per_group = warp_threads * per_lane;
-  const std::uint32_t words = (stored + 3) / 4;
-  for (std::uint32_t w = lane; w < words + 1; w += warp_threads) ws[w] = 0;
-  __syncwarp();
-  // ORs the low `count` bits of v into the stream at bit `at` (count <= 64).
-  const auto put = [ws](std::uint64_t at, unsigned count, std::uint64_t v) {
-    while (count > 0) {
-      const unsigned shift = static_cast<unsigned>(at % 32);
-      const unsigned take = 32 - shift < count ? 32 - shift : count;
-      const auto field = static_cast<std::uint32_t>(v & core::low_mask<std::uint64_t>(take));
-      atomicOr(ws + at / 32, field << shift);
-      v = take >= 64 ? 0 : v >> take;
-      at += take;
-      count -= take;
-    }
-  };
+  const unsigned lane = core::arch::lane_id();
   const std::uint32_t k = cb.chunks();
   std::uint64_t cursor = k;
   for (std::uint32_t group = 0; group < k; group += per_group) {
@@ -188,10 +183,49 @@ SQUEEZE_DEVICE void warp_encode(const std::byte* row, const codebook_ref& cb, st
     }
     cursor += group_bits;
   }
+}
+
+/// Encodes a row into out (its `stored` bytes) through `ws` (shared, >= stored + 4 bytes,
+/// 4-byte aligned), then copies it out. Raw rows are copied.
+template <unsigned C>
+SQUEEZE_DEVICE void warp_encode(const std::byte* row, const codebook_ref& cb, std::byte* out,
+                                std::uint32_t stored, std::uint32_t* ws) {
+  const unsigned lane = core::arch::lane_id();
+  if (stored == cb.tensor_bytes) {
+    for (std::uint32_t b = lane; b < stored; b += warp_threads) out[b] = row[b];
+    return;
+  }
+  const std::uint32_t words = (stored + 3) / 4;
+  for (std::uint32_t w = lane; w < words + 1; w += warp_threads) ws[w] = 0;
+  __syncwarp();
+  encode_stream<C>(row, cb, [ws](std::uint64_t at, unsigned count, std::uint64_t v) {
+    or_bits(ws, at, count, v);
+  });
   __syncwarp();
   const auto* bytes = reinterpret_cast<const std::byte*>(ws);
   for (std::uint32_t b = lane; b < stored; b += warp_threads) out[b] = bytes[b];
   __syncwarp();
+}
+
+/// Encodes a row longer than the shared workspace straight into the zeroed output
+/// (`out_words`, 4-byte aligned) at byte `begin`, with global atomicOr: neighbouring rows
+/// share the words at their edges, and OR-ing disjoint bits keeps both. Raw rows too.
+template <unsigned C>
+SQUEEZE_DEVICE void warp_encode_global(const std::byte* row, const codebook_ref& cb,
+                                       std::uint32_t* out_words, std::uint64_t begin,
+                                       std::uint32_t stored) {
+  const unsigned lane = core::arch::lane_id();
+  const std::uint64_t base = 8 * begin;
+  if (stored == cb.tensor_bytes) {
+    for (std::uint32_t b = 4 * lane; b < stored; b += 4 * warp_threads) {
+      const unsigned len = stored - b < 4 ? stored - b : 4;
+      or_bits(out_words, base + 8 * std::uint64_t{b}, 8 * len, load_chunk(row + b, len));
+    }
+    return;
+  }
+  encode_stream<C>(row, cb, [&](std::uint64_t at, unsigned count, std::uint64_t v) {
+    or_bits(out_words, base + at, count, v);
+  });
 }
 
 template <unsigned C, int WorkspaceWords>
@@ -204,7 +238,12 @@ void encode_kernel(const std::byte* rows, std::size_t n, codebook_ref cb,
   const std::size_t warps = std::size_t{gridDim.x} * 4;
   for (std::size_t r = warp; r < n; r += warps) {
     const auto stored = static_cast<std::uint32_t>(offsets[r + 1] - offsets[r]);
-    warp_encode<C>(rows + r * cb.tensor_bytes, cb, out + offsets[r], stored, ws[warp_in_block]);
+    const std::byte* row = rows + r * cb.tensor_bytes;
+    if (4 * (WorkspaceWords - 1) >= stored) {
+      warp_encode<C>(row, cb, out + offsets[r], stored, ws[warp_in_block]);
+    } else {
+      warp_encode_global<C>(row, cb, reinterpret_cast<std::uint32_t*>(out), offsets[r], stored);
+    }
   }
 }
 
@@ -226,8 +265,9 @@ inline unsigned grid_for(std::size_t warps_wanted, int warps_per_block) {
 
 }  // namespace detail
 
-/// Largest row compress_condensed encodes (its shared workspace).
-inline constexpr std::uint32_t max_compress_row_bytes = 4096;
+/// Longest stored row compress_condensed encodes in shared memory; longer ones are
+/// encoded with atomics straight into the (zeroed) output.
+inline constexpr std::uint32_t compress_workspace_bytes = 4096;
 
 /// Per-bit-position counters of n rows of row_bytes: [8 * row_bytes], host vector (the
 /// threshold sweep runs on the host over these few kilobytes).
@@ -304,18 +344,19 @@ inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
 
 /// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.
 struct device_set {
-  core::device_buffer<std::byte> data;
+  core::device_buffer<std::byte> data;         ///< data_bytes used, padded to whole words
+  std::uint64_t data_bytes = 0;                ///< the stored rows' total
   core::device_buffer<std::uint64_t> offsets;  ///< [rows + 1]
   std::uint64_t rows = 0;
 };
 
 /// Compresses n rows (device-accessible) into a condensed set in device memory; the
 /// codebook's mask and bitval must be device-accessible. Synchronizes once, to size the
-/// output. Rows are at most max_compress_row_bytes.
+/// output. Rows of any length (stored rows longer than compress_workspace_bytes are
+/// encoded more slowly, with global atomics).
 inline device_set compress_condensed(const std::byte* rows, std::size_t n, const codebook_ref& cb,
                                      cudaStream_t stream) {
-  SQUEEZE_EXPECTS(cb.tensor_bytes > 0 && cb.tensor_bytes <= max_compress_row_bytes,
-                  "ibp::compress_condensed: rows must be 1 to 4096 bytes");
+  SQUEEZE_EXPECTS(cb.tensor_bytes > 0, "ibp::compress_condensed: tensor_bytes must be positive");
   SQUEEZE_EXPECTS(rows != nullptr || n == 0, "ibp::compress_condensed: rows is null");
   device_set set;
   set.rows = n;
@@ -333,8 +374,11 @@ inline device_set compress_condensed(const std::byte* rows, std::size_t n, const
   SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&total, set.offsets.data() + n, sizeof total,
                                    cudaMemcpyDeviceToHost, stream));
   SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
-  set.data = core::device_buffer<std::byte>{total};
-  constexpr int workspace_words = (max_compress_row_bytes + 16) / 4 + 1;
+  // Padded to whole words for the atomics of long rows, which need the output zeroed.
+  set.data_bytes = total;
+  set.data = core::device_buffer<std::byte>{core::align_up<std::uint64_t>(total, 4)};
+  if (cb.tensor_bytes > compress_workspace_bytes) set.data.fill_bytes(0, stream);
+  constexpr int workspace_words = compress_workspace_bytes / 4 + 1;
   detail::dispatch_chunk(cb.chunk_bytes, [&](auto c) {
     detail::encode_kernel<decltype(c)::value, workspace_words>
         <<<detail::grid_for(n, 4), 128, 0, stream>>>(rows, n, cb, set.offsets.data(),
@@ -342,6 +386,26 @@ inline device_set compress_condensed(const std::byte* rows, std::size_t n, const
     SQUEEZE_CHECK_LAUNCH();
   });
   return set;
+}
+
+/// A device set's copy on the host (for the host reference, files, or a cache's insert):
+/// data, offsets and the raw-row bitmask (a row as long as tensor_bytes is raw).
+/// Synchronizes `stream`.
+inline compressed_set to_host(const device_set& set, std::uint32_t tensor_bytes,
+                              cudaStream_t stream) {
+  compressed_set out;
+  out.kind = layout::condensed;
+  out.rows = set.rows;
+  out.data.resize(set.data_bytes);
+  out.offsets.resize(set.rows + 1);
+  set.data.copy_to(std::span<std::byte>{out.data}, stream);
+  set.offsets.copy_to(std::span<std::uint64_t>{out.offsets}, stream);
+  SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+  out.raw.assign((set.rows + 31) / 32, 0);
+  for (std::uint64_t r = 0; r < set.rows; ++r) {
+    if (out.offsets[r + 1] - out.offsets[r] == tensor_bytes) out.raw[r / 32] |= 1u << (r % 32);
+  }
+  return out;
 }
 
 }  // namespace squeeze::ibp

@@ -168,18 +168,59 @@ struct compressed_set {
   [[nodiscard]] bool is_raw(std::uint64_t r) const { return ((raw[r / 32] >> (r % 32)) & 1u) != 0; }
 };
 
-/// Compresses `rows` rows of cb.tensor_bytes each (reference encoder).
-inline compressed_set compress(std::span<const std::byte> data, std::size_t rows,
-                               const codebook& cb, layout kind) {
-  validate(cb);
-  const std::size_t l = cb.tensor_bytes;
+namespace detail {
+
+/// Bytes available to row r of a set of rows of `tensor_bytes`: its slot (in place) or its
+/// offset range (condensed). Throws format_error on offsets that are not monotone or leave
+/// the data.
+inline std::span<const std::byte> stored_row(const compressed_set& set, std::uint32_t tensor_bytes,
+                                             std::uint64_t r) {
+  if (set.kind == layout::in_place) {
+    return {set.data.data() + r * tensor_bytes, tensor_bytes};
+  }
+  const std::uint64_t begin = set.offsets[r];
+  const std::uint64_t end = set.offsets[r + 1];
+  if (begin > end || end > set.data.size()) {
+    throw format_error{"ibp: offsets of row " + std::to_string(r) + " are [" +
+                       std::to_string(begin) + ", " + std::to_string(end) + "), outside the " +
+                       std::to_string(set.data.size()) + " data bytes"};
+  }
+  return {set.data.data() + begin, end - begin};
+}
+
+/// Throws format_error unless the set's raw-row bitmask, in-place data or condensed
+/// offsets have the sizes its row count and tensor_bytes call for.
+inline void check_set_shape(const compressed_set& set, std::uint32_t tensor_bytes) {
+  const std::size_t l = tensor_bytes;
+  if (set.raw.size() != (set.rows + 31) / 32) {
+    throw format_error{"ibp: the raw-row bitmask has " + std::to_string(set.raw.size()) +
+                       " words, expected " + std::to_string((set.rows + 31) / 32)};
+  }
+  if (set.kind == layout::in_place && set.data.size() != set.rows * l) {
+    throw format_error{"ibp: an in-place set of " + std::to_string(set.rows) + " rows of " +
+                       std::to_string(l) + " B must hold " + std::to_string(set.rows * l) +
+                       " bytes, holds " + std::to_string(set.data.size())};
+  }
+  if (set.kind == layout::condensed && set.offsets.size() != set.rows + 1) {
+    throw format_error{"ibp: a condensed set of " + std::to_string(set.rows) + " rows needs " +
+                       std::to_string(set.rows + 1) + " offsets, has " +
+                       std::to_string(set.offsets.size())};
+  }
+}
+
+/// The reference encoder over a data set: row r is compressed with the codebook
+/// `book_of(r)` (a codebook_ref of `tensor_bytes`, already validated). One codebook for
+/// every row (ibp::compress) and one per cluster (ibp/cluster.hpp) share this loop.
+template <class BookOf>
+compressed_set compress_rows(std::span<const std::byte> data, std::size_t rows,
+                             std::uint32_t tensor_bytes, layout kind, BookOf&& book_of) {
+  const std::size_t l = tensor_bytes;
   SQUEEZE_EXPECTS(data.size() >= rows * l,
                   "ibp::compress: data holds fewer than rows x tensor_bytes bytes");
   compressed_set out;
   out.kind = kind;
   out.rows = rows;
   out.raw.assign((rows + 31) / 32, 0);
-  const codebook_ref ref = cb.ref();
   if (kind == layout::in_place)
     out.data.assign(rows * l, std::byte{0});
   else
@@ -187,6 +228,7 @@ inline compressed_set compress(std::span<const std::byte> data, std::size_t rows
   std::vector<std::byte> stream(l);
   for (std::size_t r = 0; r < rows; ++r) {
     const std::byte* row = data.data() + r * l;
+    const codebook_ref ref = book_of(std::uint64_t{r});
     const std::uint32_t s = stored_bytes(row, ref);
     const bool raw = s == l;
     if (raw) {
@@ -205,47 +247,18 @@ inline compressed_set compress(std::span<const std::byte> data, std::size_t rows
   return out;
 }
 
-/// Bytes available to row r: its slot (in place) or its offset range (condensed).
-/// Throws format_error on offsets that are not monotone or leave the data.
-inline std::span<const std::byte> stored_row(const compressed_set& set, const codebook& cb,
-                                             std::uint64_t r) {
-  if (set.kind == layout::in_place) {
-    return {set.data.data() + r * cb.tensor_bytes, cb.tensor_bytes};
-  }
-  const std::uint64_t begin = set.offsets[r];
-  const std::uint64_t end = set.offsets[r + 1];
-  if (begin > end || end > set.data.size()) {
-    throw format_error{"ibp: offsets of row " + std::to_string(r) + " are [" +
-                       std::to_string(begin) + ", " + std::to_string(end) + "), outside the " +
-                       std::to_string(set.data.size()) + " data bytes"};
-  }
-  return {set.data.data() + begin, end - begin};
-}
-
-/// Decompresses the whole set into out ([rows, tensor_bytes]). Throws format_error,
-/// naming the row, on anything malformed; writes nothing past out's rows.
-inline void decompress(const compressed_set& set, const codebook& cb, std::span<std::byte> out) {
-  validate(cb);
-  const std::size_t l = cb.tensor_bytes;
+/// The reference decoder over a data set: row r is decoded with `book_of(r)` (as in
+/// compress_rows). Checks the set's shape first; throws format_error, naming the row, on
+/// anything malformed; writes nothing past out's rows.
+template <class BookOf>
+void decompress_rows(const compressed_set& set, std::uint32_t tensor_bytes,
+                     std::span<std::byte> out, BookOf&& book_of) {
+  const std::size_t l = tensor_bytes;
   SQUEEZE_EXPECTS(out.size() >= set.rows * l,
                   "ibp::decompress: output holds fewer than rows x tensor_bytes bytes");
-  if (set.raw.size() != (set.rows + 31) / 32) {
-    throw format_error{"ibp: the raw-row bitmask has " + std::to_string(set.raw.size()) +
-                       " words, expected " + std::to_string((set.rows + 31) / 32)};
-  }
-  if (set.kind == layout::in_place && set.data.size() != set.rows * l) {
-    throw format_error{"ibp: an in-place set of " + std::to_string(set.rows) + " rows of " +
-                       std::to_string(l) + " B must hold " + std::to_string(set.rows * l) +
-                       " bytes, holds " + std::to_string(set.data.size())};
-  }
-  if (set.kind == layout::condensed && set.offsets.size() != set.rows + 1) {
-    throw format_error{"ibp: a condensed set of " + std::to_string(set.rows) + " rows needs " +
-                       std::to_string(set.rows + 1) + " offsets, has " +
-                       std::to_string(set.offsets.size())};
-  }
-  const codebook_ref ref = cb.ref();
+  check_set_shape(set, tensor_bytes);
   for (std::uint64_t r = 0; r < set.rows; ++r) {
-    const std::span<const std::byte> in = stored_row(set, cb, r);
+    const std::span<const std::byte> in = stored_row(set, tensor_bytes, r);
     std::byte* dst = out.data() + r * l;
     if (set.is_raw(r)) {
       if (in.size() < l) {
@@ -255,12 +268,38 @@ inline void decompress(const compressed_set& set, const codebook& cb, std::span<
       std::copy_n(in.begin(), l, dst);
       continue;
     }
-    const status st = decode_row(in.data(), in.size(), ref, dst);
+    const status st = decode_row(in.data(), in.size(), book_of(r), dst);
     if (st != status::ok) {
       throw format_error{"ibp: row " + std::to_string(r) + " is " + to_string(st) + " (" +
                          std::to_string(in.size()) + " stored bytes)"};
     }
   }
+}
+
+}  // namespace detail
+
+/// Compresses `rows` rows of cb.tensor_bytes each (reference encoder).
+inline compressed_set compress(std::span<const std::byte> data, std::size_t rows,
+                               const codebook& cb, layout kind) {
+  validate(cb);
+  const codebook_ref ref = cb.ref();
+  return detail::compress_rows(data, rows, cb.tensor_bytes, kind,
+                               [ref](std::uint64_t) { return ref; });
+}
+
+/// Bytes available to row r: its slot (in place) or its offset range (condensed).
+/// Throws format_error on offsets that are not monotone or leave the data.
+inline std::span<const std::byte> stored_row(const compressed_set& set, const codebook& cb,
+                                             std::uint64_t r) {
+  return detail::stored_row(set, cb.tensor_bytes, r);
+}
+
+/// Decompresses the whole set into out ([rows, tensor_bytes]). Throws format_error,
+/// naming the row, on anything malformed; writes nothing past out's rows.
+inline void decompress(const compressed_set& set, const codebook& cb, std::span<std::byte> out) {
+  validate(cb);
+  const codebook_ref ref = cb.ref();
+  detail::decompress_rows(set, cb.tensor_bytes, out, [ref](std::uint64_t) { return ref; });
 }
 
 }  // namespace squeeze::ibp

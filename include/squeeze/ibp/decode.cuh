@@ -2,11 +2,12 @@
 //
 //   __shared__ ibp::warp_decoder<>::TempStorage ts[warps_per_block];
 //   ibp::warp_decoder<> dec{ts[warp], codebook};         // codebook: ibp::codebook_ref
-//   dec.load(src, stored_bytes, readable);              // asynchronous: cp.async into ts
+//   dec.load(src, stored_bytes, readable);              // a condensed row (size known), or
+//   dec.load_in_place(slot, is_raw, readable);          // an in-place row (size from its bits)
 //   xfer::async_commit();
 //   ... issue another decoder's load, decode something else ...
 //   xfer::warp_async_wait<0>();                          // (or <1> with one more in flight)
-//   status st = dec.decode_loaded(dst, stored_bytes);    // dst: [tensor_bytes]
+//   status st = dec.decode_loaded(dst);                  // dst: [tensor_bytes]
 //
 // A row of `stored_bytes` bytes is raw when stored_bytes == tensor_bytes, compressed
 // (ibp/format.hpp) when smaller. The decoder pulls the stored bytes into its shared
@@ -17,10 +18,16 @@
 // every chunk's bit offset, and the lane deposits its payload bits into the free
 // positions of its chunks' masks, run by run, and stores its 16 bytes at once.
 //
-// Limits and guarantees: a stored row must fit the workspace (Policy::workspace_bytes;
-// larger rows return status::invalid_argument without touching dst). Decoding reads only
-// the row's stored bytes and writes only dst[0, tensor_bytes); a stream that ends early,
-// has stray padding bits or is not shorter than a raw row returns status::truncated /
+// An in-place row (ibp/dataset.hpp) carries no size: load_in_place reads its participation
+// bits first, sums the lengths they imply, then reads the rest of the stream (two
+// dependent reads, both synchronous). A row longer than the workspace is streamed: the
+// decoder reads it group by group through two windows of the workspace (participation
+// bits, payload), so rows of any length decode with the same TempStorage (policies with
+// workspace_bytes >= 1024; smaller workspaces report such rows as status::invalid_argument).
+//
+// Guarantees: decoding reads only the row's stored bytes (plus whole 16-byte granules
+// inside `readable`) and writes only dst[0, tensor_bytes); a stream that ends early, has
+// stray padding bits or is not shorter than a raw row returns status::truncated /
 // status::corrupt, with dst left in an unspecified state (never beyond its bounds).
 #pragma once
 
@@ -28,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/bits.hpp"
@@ -36,6 +44,7 @@
 #include "squeeze/ibp/format.hpp"
 #include "squeeze/xfer/async.cuh"
 #include "squeeze/xfer/bounds.hpp"
+#include "squeeze/xfer/copy.cuh"
 
 namespace squeeze::ibp {
 
@@ -133,27 +142,222 @@ SQUEEZE_DEVICE std::uint64_t read_workspace_bits(const std::byte* ws, unsigned o
   return v & core::low_mask<std::uint64_t>(n);
 }
 
+/// Where the decoder reads a stream that lies whole in the workspace, at byte `offset`.
+struct resident_bits {
+  const std::byte* ws;
+  unsigned offset;
+
+  SQUEEZE_DEVICE void participation(std::uint64_t, std::uint64_t) const {}
+  SQUEEZE_DEVICE void payload(std::uint64_t, std::uint64_t) const {}
+  SQUEEZE_DEVICE std::uint64_t read_participation(std::uint64_t bit, unsigned n) const {
+    return read_workspace_bits(ws, offset, bit, n);
+  }
+  SQUEEZE_DEVICE std::uint64_t read_payload(std::uint64_t bit, unsigned n) const {
+    return read_workspace_bits(ws, offset, bit, n);
+  }
+};
+
+/// Where the decoder reads a stream longer than the workspace: two windows of it, one over
+/// the participation bits and one over the payload, each refilled (warp-uniformly) when a
+/// group needs bits outside it. Reads stay inside [src, src + stored) and `readable`.
+struct streamed_bits {
+  struct window {
+    std::byte* at;           ///< 16-byte aligned shared memory
+    std::uint32_t capacity;  ///< bytes one refill may load
+    std::uint64_t first = 0;
+    std::uint32_t bytes = 0;
+    unsigned offset = 0;
+  };
+  const std::byte* src;
+  std::uint64_t stored;
+  xfer::readable_range readable;
+  window p;
+  window d;
+
+  /// Makes stream bits [lo, hi) readable through w (hi <= 8 · stored; the span of one
+  /// group fits any capacity a decoder sets up).
+  SQUEEZE_DEVICE void ensure(window& w, std::uint64_t lo, std::uint64_t hi) const {
+    const std::uint64_t first = lo / 8;
+    const std::uint64_t end = (hi + 7) / 8;
+    if (w.bytes != 0 && first >= w.first && end <= w.first + w.bytes) return;
+    __syncwarp();  // every lane is done with the old window
+    const std::uint64_t left = stored - first;
+    w.first = first;
+    w.bytes = static_cast<std::uint32_t>(left < w.capacity ? left : w.capacity);
+    w.offset = xfer::warp_load(w.at, src + first, w.bytes, readable).offset;
+  }
+  SQUEEZE_DEVICE void participation(std::uint64_t lo, std::uint64_t hi) { ensure(p, lo, hi); }
+  SQUEEZE_DEVICE void payload(std::uint64_t lo, std::uint64_t hi) { ensure(d, lo, hi); }
+  SQUEEZE_DEVICE std::uint64_t read_participation(std::uint64_t bit, unsigned n) const {
+    return read_workspace_bits(p.at, p.offset, bit - 8 * p.first, n);
+  }
+  SQUEEZE_DEVICE std::uint64_t read_payload(std::uint64_t bit, unsigned n) const {
+    return read_workspace_bits(d.at, d.offset, bit - 8 * d.first, n);
+  }
+};
+
+/// This lane's share of one group of a compressed row: 16 / C consecutive chunks from
+/// `first`, their free-bit masks and payload lengths as the participation bits say.
+template <unsigned C>
+struct lane_group {
+  static constexpr unsigned per_lane = 16 / C;
+  static constexpr std::uint32_t per_group = warp_threads * per_lane;
+  std::uint32_t first = 0;
+  unsigned mine = 0;  ///< chunks of the row this lane has in the group
+  std::uint32_t pbits = 0;
+  std::uint32_t bits = 0;  ///< payload bits of the lane's chunks
+  std::uint64_t free_mask[per_lane];
+  std::uint32_t n[per_lane];
+
+  /// Bits must make participation bits [group, group + per_group) readable first.
+  template <class Bits>
+  SQUEEZE_DEVICE lane_group(const codebook_ref& cb, std::uint32_t group, const Bits& stream) {
+    const std::uint32_t k = cb.chunks();
+    const std::uint32_t whole = cb.tensor_bytes / C;  // the last chunk may be partial
+    first = group + core::arch::lane_id() * per_lane;
+    mine = first >= k ? 0u : (k - first < per_lane ? k - first : per_lane);
+    pbits = static_cast<std::uint32_t>(mine == 0 ? 0 : stream.read_participation(first, mine));
+#pragma unroll
+    for (unsigned u = 0; u < per_lane; ++u) {
+      const std::uint32_t i = first + u;
+      const unsigned len = u < mine ? (i < whole ? C : cb.chunk_len(i)) : 0;
+      const std::uint64_t mask = len == 0 ? 0 : load_codebook_chunk(cb.mask, i, C, len);
+      free_mask[u] = ~mask & core::low_mask<std::uint64_t>(8 * len);
+      const bool p = ((pbits >> u) & 1u) != 0;
+      n[u] =
+          len == 0 ? 0u : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
+      bits += n[u];
+    }
+  }
+};
+
+/// Bits of a compressed row's stream (participation bits + payload, before padding), as
+/// its participation bits say (read through `stream`).
+template <unsigned C, class Bits>
+SQUEEZE_DEVICE std::uint64_t stream_bits(const codebook_ref& cb, Bits& stream) {
+  const std::uint32_t k = cb.chunks();
+  std::uint64_t total = k;
+  for (std::uint32_t group = 0; group < k; group += lane_group<C>::per_group) {
+    const std::uint32_t end =
+        k - group < lane_group<C>::per_group ? k : group + lane_group<C>::per_group;
+    stream.participation(group, end);
+    total += __reduce_add_sync(full_warp_mask, lane_group<C>{cb, group, stream}.bits);
+  }
+  return total;
+}
+
+/// Decodes a compressed stream of `stored` bytes read through `stream` into dst.
+template <unsigned C, class Bits>
+SQUEEZE_DEVICE status decode_groups(const codebook_ref& cb, std::byte* dst, std::uint32_t stored,
+                                    Bits& stream) {
+  using lanes = lane_group<C>;
+  constexpr unsigned per_lane = lanes::per_lane;
+  const std::uint32_t k = cb.chunks();
+  const std::uint64_t have = 8 * std::uint64_t{stored};
+  if (have < k) return status::truncated;
+  const std::uint32_t whole = cb.tensor_bytes / C;
+  std::uint64_t cursor = k;  // bit offset of the next group's payload
+  for (std::uint32_t group = 0; group < k; group += lanes::per_group) {
+    stream.participation(group, k - group < lanes::per_group ? k : group + lanes::per_group);
+    const lanes lg{cb, group, stream};
+    std::uint32_t group_bits = 0;
+    std::uint64_t at = cursor + warp_exclusive_sum(lg.bits, group_bits);
+    if (cursor + group_bits > have) return status::truncated;  // warp-uniform
+    stream.payload(cursor, cursor + group_bits);
+    std::uint64_t out[2] = {0, 0};  // this lane's 16 output bytes
+#pragma unroll
+    for (unsigned u = 0; u < per_lane; ++u) {
+      const std::uint32_t i = lg.first + u;
+      const bool p = ((lg.pbits >> u) & 1u) != 0;
+      const std::uint64_t payload = stream.read_payload(at, lg.n[u]);
+      at += lg.n[u];
+      const std::uint64_t x =
+          u >= lg.mine ? 0
+          : p          ? load_codebook_chunk(cb.bitval, i, C, i < whole ? C : cb.chunk_len(i)) |
+                    deposit_runs(payload, lg.free_mask[u])
+              : payload;
+      if constexpr (C == 8) {
+        out[u] = x;
+      } else {
+        out[(u * C) / 8] |= x << (8 * ((u * C) % 8));
+      }
+    }
+    std::byte* row_out = dst + std::size_t{lg.first} * C;
+    const bool whole_lane = lg.mine == per_lane && lg.first + per_lane <= whole;
+    if (whole_lane && reinterpret_cast<std::uintptr_t>(row_out) % 16 == 0) {
+      *reinterpret_cast<uint4*>(row_out) =
+          uint4{static_cast<std::uint32_t>(out[0]), static_cast<std::uint32_t>(out[0] >> 32),
+                static_cast<std::uint32_t>(out[1]), static_cast<std::uint32_t>(out[1] >> 32)};
+    } else {
+#pragma unroll
+      for (unsigned u = 0; u < per_lane; ++u) {
+        if (u >= lg.mine) break;
+        const std::uint32_t i = lg.first + u;
+        const unsigned len = i < whole ? C : cb.chunk_len(i);
+        const std::uint64_t x =
+            (out[(u * C) / 8] >> (8 * ((u * C) % 8))) & core::low_mask<std::uint64_t>(8 * C);
+        store_output_chunk(row_out + u * C, len, x);
+      }
+    }
+    cursor += group_bits;
+  }
+  // The stream must end in this row's last byte, padded with zero bits.
+  if ((cursor + 7) / 8 != stored) return status::corrupt;
+  const auto pad = static_cast<unsigned>((8 - cursor % 8) % 8);
+  if (pad != 0) {
+    stream.payload(cursor, cursor + pad);
+    if (stream.read_payload(cursor, pad) != 0) return status::corrupt;
+  }
+  return status::ok;
+}
+
+/// Calls f(std::integral_constant<unsigned, C>) for the codebook's chunk size C.
+template <class F>
+SQUEEZE_DEVICE status with_chunk(std::uint32_t chunk_bytes, F&& f) {
+  switch (chunk_bytes) {
+    case 1: return f(std::integral_constant<unsigned, 1>{});
+    case 2: return f(std::integral_constant<unsigned, 2>{});
+    case 4: return f(std::integral_constant<unsigned, 4>{});
+    case 8: return f(std::integral_constant<unsigned, 8>{});
+    default: return status::invalid_argument;
+  }
+}
+
 }  // namespace detail
 
-/// Decodes IBP rows, one warp per row, through a shared-memory workspace.
-template <decode_policy_like Policy = decode_policy>
+/// Decodes IBP rows, one warp per row, through a shared-memory workspace. `Streaming`
+/// false leaves out the path for rows longer than the workspace (they are reported):
+/// a kernel whose rows all fit saves the registers that path needs.
+template <decode_policy_like Policy = decode_policy,
+          bool Streaming = (Policy::workspace_bytes >= 1024)>
 class warp_decoder {
+  static constexpr std::size_t storage_bytes = xfer::window_bytes(Policy::workspace_bytes) + 16;
+
  public:
+  /// Whether rows longer than the workspace are streamed through it (else reported).
+  static constexpr bool streams = Streaming && Policy::workspace_bytes >= 1024;
+
   struct TempStorage {
     // The row's window, plus 16 bytes that bit-field reads may touch past its end.
-    alignas(16) std::byte workspace[xfer::window_bytes(Policy::workspace_bytes) + 16];
+    alignas(16) std::byte workspace[storage_bytes];
   };
 
   SQUEEZE_DEVICE warp_decoder(TempStorage& storage, codebook_ref codebook)
       : storage_{storage}, cb_{codebook} {}
 
+  /// Decodes the next rows with another codebook (clustered sets: ibp/cluster.hpp).
+  SQUEEZE_DEVICE void rebind(codebook_ref codebook) { cb_ = codebook; }
+
+  /// Stored bytes of the row last loaded (found from its bits by load_in_place).
+  SQUEEZE_DEVICE std::uint32_t stored_bytes() const { return stored_; }
+
   /// Loads a stored row of `stored` bytes at src (any device-accessible memory; whole
   /// 16-byte granules inside `readable` may be read): synchronously, or, with
-  /// Policy::async_loads, only starts it (the caller commits and waits). Rows larger
-  /// than the workspace are not loaded (decode_loaded reports them).
+  /// Policy::async_loads, only starts it (the caller commits and waits). A row longer
+  /// than the workspace is not loaded here: decode_loaded streams it.
   SQUEEZE_DEVICE void load(const std::byte* src, std::uint32_t stored,
                            xfer::readable_range readable) {
-    offset_ = 0;
+    begin(src, stored);
     if (stored == 0 || stored > Policy::workspace_bytes) return;
     if constexpr (Policy::async_loads) {
       offset_ = xfer::warp_load_async(storage_.workspace, src, stored, readable).offset;
@@ -162,13 +366,25 @@ class warp_decoder {
     }
   }
 
+  /// Loads the row in the in-place slot at src (tensor_bytes long; `raw` from the set's
+  /// raw-row bitmask), synchronously: its participation bits, then the rest of the stream
+  /// they describe. A stream that cannot fit its slot is reported by decode_loaded.
+  SQUEEZE_DEVICE void load_in_place(const std::byte* src, bool raw, xfer::readable_range readable) {
+    if (raw) return load(src, cb_.tensor_bytes, readable);
+    load_in_place_compressed(src, readable);
+  }
+
   /// Decodes the row whose load completed (the caller waited) into dst[0, tensor_bytes).
-  SQUEEZE_DEVICE status decode_loaded(std::byte* dst, std::uint32_t stored) const {
-    if (stored > Policy::workspace_bytes || stored > cb_.tensor_bytes) {
-      return status::invalid_argument;
-    }
-    if (stored == cb_.tensor_bytes) return copy_raw(dst, storage_.workspace + offset_);
-    return decode_stream(dst, stored);
+  SQUEEZE_DEVICE status decode_loaded(std::byte* dst) const {
+    if (load_status_ != status::ok) return load_status_;
+    if (stored_ == 0 || stored_ > cb_.tensor_bytes) return status::invalid_argument;
+    const bool raw = stored_ == cb_.tensor_bytes;
+    if (stored_ > Policy::workspace_bytes) return decode_streamed(dst);
+    if (raw) return copy_raw(dst);
+    detail::resident_bits stream{storage_.workspace, offset_};
+    return detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+      return detail::decode_groups<decltype(c)::value>(cb_, dst, stored_, stream);
+    });
   }
 
   /// load + commit + wait + decode_loaded, for one row at a time.
@@ -177,115 +393,130 @@ class warp_decoder {
     load(src, stored, readable);
     xfer::async_commit();
     xfer::warp_async_wait<0>();
-    return decode_loaded(dst, stored);
+    return decode_loaded(dst);
   }
 
  private:
-  SQUEEZE_DEVICE status copy_raw(std::byte* dst, const std::byte* in) const {
-    for (std::uint32_t b = core::arch::lane_id(); b < cb_.tensor_bytes; b += warp_threads) {
-      dst[b] = in[b];
+  // The rare paths stay out of line, so their registers do not weigh on the common one
+  // (the gather's occupancy depends on it).
+
+  /// Decodes a row longer than the workspace, streaming it (or reports it).
+  __device__ __noinline__ status decode_streamed(std::byte* dst) const {
+    if constexpr (streams) {
+      if (stored_ == cb_.tensor_bytes) {
+        xfer::warp_copy(dst, src_, stored_);
+        return status::ok;
+      }
+      detail::streamed_bits stream = streamed(stored_);
+      return detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+        return detail::decode_groups<decltype(c)::value>(cb_, dst, stored_, stream);
+      });
+    } else {
+      return status::invalid_argument;
     }
-    return status::ok;
   }
 
-  /// Dispatches on the chunk size so the per-lane work below is fully unrolled.
-  SQUEEZE_DEVICE status decode_stream(std::byte* dst, std::uint32_t stored) const {
-    switch (cb_.chunk_bytes) {
-      case 1: return decode_stream<1>(dst, stored);
-      case 2: return decode_stream<2>(dst, stored);
-      case 4: return decode_stream<4>(dst, stored);
-      case 8: return decode_stream<8>(dst, stored);
-      default: return status::invalid_argument;
+  /// load_in_place's work for a compressed row.
+  __device__ __noinline__ void load_in_place_compressed(const std::byte* src,
+                                                        xfer::readable_range readable) {
+    const std::uint32_t slot = cb_.tensor_bytes;
+    begin(src, 0);
+    const std::uint32_t prefix = (cb_.chunks() + 7) / 8;
+    if (prefix >= slot) {  // a row this short cannot be stored compressed
+      load_status_ = status::corrupt;
+      return;
+    }
+    std::uint64_t bits = 0;
+    if (prefix <= Policy::workspace_bytes) {
+      offset_ = xfer::warp_load(storage_.workspace, src, prefix, readable).offset;
+      detail::resident_bits stream{storage_.workspace, offset_};
+      load_status_ = detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+        bits = detail::stream_bits<decltype(c)::value>(cb_, stream);
+        return status::ok;
+      });
+    } else if constexpr (streams) {
+      detail::streamed_bits stream = streamed(slot);
+      load_status_ = detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+        bits = detail::stream_bits<decltype(c)::value>(cb_, stream);
+        return status::ok;
+      });
+    } else {
+      load_status_ = status::invalid_argument;
+    }
+    if (load_status_ != status::ok) return;
+    if ((bits + 7) / 8 >= slot) {
+      load_status_ = status::corrupt;  // not shorter than a raw row: cannot be in the slot
+      return;
+    }
+    stored_ = static_cast<std::uint32_t>((bits + 7) / 8);
+    if (stored_ > Policy::workspace_bytes) return;  // streamed by decode_loaded
+    // The rest, from the granule that holds the prefix's end (the workspace keeps the
+    // layout of one load: row byte j at offset_ + j).
+    if (prefix > Policy::workspace_bytes) {
+      offset_ = xfer::warp_load(storage_.workspace, src, stored_, readable).offset;
+      return;
+    }
+    const auto at = reinterpret_cast<std::uintptr_t>(src);
+    const std::uintptr_t resume = core::align_down<std::uintptr_t>(at + prefix, 16);
+    if (resume <= at) {
+      offset_ = xfer::warp_load(storage_.workspace, src, stored_, readable).offset;
+    } else {
+      const auto done = static_cast<std::uint32_t>(resume - at);
+      xfer::warp_load(storage_.workspace + offset_ + done, src + done, stored_ - done, readable);
     }
   }
 
-  /// Each lane decodes 16 / C consecutive chunks (16 output bytes) of each group of
-  /// 32 x 16 / C chunks: its participation bits in one read, one warp scan of the lanes'
-  /// payload lengths per group, then its chunks' payloads in order and one 16-byte store.
-  template <unsigned C>
-  SQUEEZE_DEVICE status decode_stream(std::byte* dst, std::uint32_t stored) const {
-    constexpr unsigned per_lane = 16 / C;
-    constexpr std::uint32_t per_group = warp_threads * per_lane;
+  SQUEEZE_DEVICE void begin(const std::byte* src, std::uint32_t stored) {
+    src_ = src;
+    stored_ = stored;
+    offset_ = 0;
+    load_status_ = status::ok;
+  }
+
+  /// The two windows a streamed row is read through: a quarter of the workspace for the
+  /// participation bits, the rest for the payload. Each keeps 32 bytes for the alignment
+  /// offset and the bit reads' overrun; a group spans at most 65 and 513 bytes of them.
+  SQUEEZE_DEVICE detail::streamed_bits streamed(std::uint64_t stored) const {
+    constexpr std::uint32_t p_bytes = Policy::workspace_bytes / 4;
+    constexpr std::uint32_t d_bytes = storage_bytes - p_bytes;
+    static_assert(!streams || (p_bytes - 32 >= 65 && d_bytes - 32 >= 513));
+    return {src_,
+            stored,
+            xfer::readable_range::of(src_, stored),
+            {storage_.workspace, p_bytes - 32},
+            {storage_.workspace + p_bytes, d_bytes - 32}};
+  }
+
+  /// Copies a raw row from the workspace (byte j at offset_ + j) to dst: 16 bytes per
+  /// lane and step, realigned from aligned 32-bit workspace reads, when dst is 16-byte
+  /// aligned; the tail (and any other dst) byte by byte.
+  SQUEEZE_DEVICE status copy_raw(std::byte* dst) const {
     const unsigned lane = core::arch::lane_id();
-    const std::byte* ws = storage_.workspace;
-    const std::uint32_t k = cb_.chunks();
-    const std::uint64_t have = 8 * std::uint64_t{stored};
-    if (have < k) return status::truncated;
-    // Whole chunks only up to here: the last chunk is partial when C does not divide L.
-    const std::uint32_t whole = cb_.tensor_bytes / C;
-    std::uint64_t cursor = k;  // bit offset of the next group's payload
-    for (std::uint32_t group = 0; group < k; group += per_group) {
-      const std::uint32_t first = group + lane * per_lane;  // this lane's first chunk
-      const unsigned mine = first >= k ? 0u : (k - first < per_lane ? k - first : per_lane);
-      const auto pbits = static_cast<std::uint32_t>(
-          mine == 0 ? 0 : detail::read_workspace_bits(ws, offset_, first, mine));
-      std::uint64_t mask[per_lane];
-      std::uint64_t free_mask[per_lane];
-      std::uint32_t n[per_lane];
-      std::uint32_t lane_bits = 0;
+    const std::uint32_t l = cb_.tensor_bytes;
+    std::uint32_t done = 0;
+    if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+      done = l / 16 * 16;
+      const auto* words = reinterpret_cast<const std::uint32_t*>(storage_.workspace);
+      const unsigned shift = 8 * (offset_ % 4);
+      for (std::uint32_t at = 16 * lane; at < done; at += 16 * warp_threads) {
+        const std::uint32_t* w = words + (offset_ + at) / 4;
+        std::uint32_t v[4];
 #pragma unroll
-      for (unsigned u = 0; u < per_lane; ++u) {
-        const std::uint32_t i = first + u;
-        const unsigned len = u < mine ? (i < whole ? C : cb_.chunk_len(i)) : 0;
-        mask[u] = len == 0 ? 0 : detail::load_codebook_chunk(cb_.mask, i, C, len);
-        free_mask[u] = ~mask[u] & core::low_mask<std::uint64_t>(8 * len);
-        const bool p = ((pbits >> u) & 1u) != 0;
-        n[u] = len == 0 ? 0u
-                        : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
-        lane_bits += n[u];
+        for (int k = 0; k < 4; ++k) v[k] = __funnelshift_r(w[k], w[k + 1], shift);
+        *reinterpret_cast<uint4*>(dst + at) = uint4{v[0], v[1], v[2], v[3]};
       }
-      std::uint32_t group_bits = 0;
-      std::uint64_t at = cursor + detail::warp_exclusive_sum(lane_bits, group_bits);
-      if (cursor + group_bits > have) return status::truncated;  // warp-uniform
-      std::uint64_t out[2] = {0, 0};                             // this lane's 16 output bytes
-#pragma unroll
-      for (unsigned u = 0; u < per_lane; ++u) {
-        const std::uint32_t i = first + u;
-        const bool p = ((pbits >> u) & 1u) != 0;
-        const std::uint64_t payload = detail::read_workspace_bits(ws, offset_, at, n[u]);
-        at += n[u];
-        const std::uint64_t x =
-            u >= mine ? 0
-            : p ? detail::load_codebook_chunk(cb_.bitval, i, C, i < whole ? C : cb_.chunk_len(i)) |
-                      detail::deposit_runs(payload, free_mask[u])
-                : payload;
-        if constexpr (C == 8) {
-          out[u] = x;
-        } else {
-          out[(u * C) / 8] |= x << (8 * ((u * C) % 8));
-        }
-      }
-      std::byte* row_out = dst + std::size_t{first} * C;
-      const bool whole_lane = mine == per_lane && first + per_lane <= whole;
-      if (whole_lane && reinterpret_cast<std::uintptr_t>(row_out) % 16 == 0) {
-        *reinterpret_cast<uint4*>(row_out) =
-            uint4{static_cast<std::uint32_t>(out[0]), static_cast<std::uint32_t>(out[0] >> 32),
-                  static_cast<std::uint32_t>(out[1]), static_cast<std::uint32_t>(out[1] >> 32)};
-      } else {
-#pragma unroll
-        for (unsigned u = 0; u < per_lane; ++u) {
-          if (u >= mine) break;
-          const std::uint32_t i = first + u;
-          const unsigned len = i < whole ? C : cb_.chunk_len(i);
-          const std::uint64_t x =
-              (out[(u * C) / 8] >> (8 * ((u * C) % 8))) & core::low_mask<std::uint64_t>(8 * C);
-          detail::store_output_chunk(row_out + u * C, len, x);
-        }
-      }
-      cursor += group_bits;
     }
-    // The stream must end in this row's last byte, padded with zero bits.
-    if ((cursor + 7) / 8 != stored) return status::corrupt;
-    const auto pad = static_cast<unsigned>((8 - cursor % 8) % 8);
-    if (pad != 0 && detail::read_workspace_bits(ws, offset_, cursor, pad) != 0) {
-      return status::corrupt;
-    }
+    const std::byte* in = storage_.workspace + offset_;
+    for (std::uint32_t b = done + lane; b < l; b += warp_threads) dst[b] = in[b];
     return status::ok;
   }
 
   TempStorage& storage_;
   codebook_ref cb_;
+  const std::byte* src_ = nullptr;
+  std::uint32_t stored_ = 0;
   unsigned offset_ = 0;
+  status load_status_ = status::ok;
 };
 
 }  // namespace squeeze::ibp

@@ -88,6 +88,38 @@ struct codebook_ref {
   }
 };
 
+/// A view of a clustered codebook (ibp/cluster.hpp): `clusters` codebooks for rows of the
+/// same tensor_bytes and chunk_bytes, stored back to back, and each row's cluster id
+/// packed LSB-first in 32-bit words, id_bits per row (0 when there is one cluster):
+///
+///   masks, bitvals   [clusters, tensor_bytes]     codebook c at + c·tensor_bytes
+///   ids              [ceil(rows · id_bits / 32)]  row r's id = bits [r·id_bits, (r+1)·id_bits)
+struct cluster_ref {
+  const std::byte* masks = nullptr;
+  const std::byte* bitvals = nullptr;
+  const std::uint32_t* ids = nullptr;
+  std::uint32_t clusters = 0;
+  std::uint32_t id_bits = 0;
+  std::uint32_t tensor_bytes = 0;
+  std::uint32_t chunk_bytes = 4;
+
+  /// Codebook c (c < clusters).
+  SQUEEZE_HOST_DEVICE constexpr codebook_ref book(std::uint32_t c) const noexcept {
+    const std::size_t at = std::size_t{c} * tensor_bytes;
+    return {masks + at, bitvals + at, tensor_bytes, chunk_bytes};
+  }
+  /// Row r's cluster id as stored (the caller checks it against `clusters`).
+  SQUEEZE_HOST_DEVICE constexpr std::uint32_t cluster_of(std::uint64_t r) const noexcept {
+    if (id_bits == 0) return 0;
+    const std::uint64_t bit = r * id_bits;
+    const std::uint64_t word = bit / 32;
+    const auto shift = static_cast<unsigned>(bit % 32);
+    std::uint64_t v = ids[word] >> shift;
+    if (shift + id_bits > 32) v |= std::uint64_t{ids[word + 1]} << (32 - shift);
+    return static_cast<std::uint32_t>(v & core::low_mask<std::uint64_t>(id_bits));
+  }
+};
+
 /// Bits of row `row`'s compressed stream (participation bits + payload, before padding).
 SQUEEZE_HOST_DEVICE constexpr std::uint64_t compressed_bits(const std::byte* row,
                                                             const codebook_ref& cb) noexcept {
@@ -141,6 +173,18 @@ SQUEEZE_HOST_DEVICE constexpr void encode_row(const std::byte* row, const codebo
   }
 }
 
+/// Bits of a compressed stream (participation bits + payload, before padding) as its
+/// participation bits say: what an in-place row's stored size, ceil(bits / 8), is read
+/// from. Reads the first ceil(chunks / 8) bytes of `in` only.
+SQUEEZE_HOST_DEVICE constexpr std::uint64_t stream_bits(const std::byte* in,
+                                                        const codebook_ref& cb) noexcept {
+  std::uint64_t total = cb.chunks();
+  for (std::uint32_t i = 0; i < cb.chunks(); ++i) {
+    total += core::read_bits(in, i, 1) != 0 ? cb.free_bits(i) : 8 * cb.chunk_len(i);
+  }
+  return total;
+}
+
 /// Reference decoder: rebuilds the row (cb.tensor_bytes bytes) from a compressed stream
 /// of which `in_bytes` bytes are available. Reads only in[0, in_bytes); returns
 /// status::truncated when the stream needs more, status::corrupt when its padding bits
@@ -150,11 +194,7 @@ SQUEEZE_HOST_DEVICE constexpr status decode_row(const std::byte* in, std::size_t
   const std::uint32_t k = cb.chunks();
   const std::uint64_t have = 8 * std::uint64_t{in_bytes};
   if (have < k) return status::truncated;
-  // First pass: the stream's length from the participation bits alone.
-  std::uint64_t total = k;
-  for (std::uint32_t i = 0; i < k; ++i) {
-    total += core::read_bits(in, i, 1) != 0 ? cb.free_bits(i) : 8 * cb.chunk_len(i);
-  }
+  const std::uint64_t total = stream_bits(in, cb);
   if (total > have) return status::truncated;
   if ((total + 7) / 8 >= cb.tensor_bytes) return status::corrupt;  // would have been raw
   if (total % 8 != 0 && core::read_bits(in, total, 8 - static_cast<unsigned>(total % 8)) != 0) {

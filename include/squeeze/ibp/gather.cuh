@@ -3,8 +3,12 @@
 //
 //   dst[i, :] = decode(row indices[i])     dst: [count, dst_stride B], rows of tensor_bytes
 //
-// The rows come from a condensed set (ibp/dataset.hpp): stored rows back to back in
-// `data`, row r in [offsets[r], offsets[r+1]); a row as long as tensor_bytes is raw.
+// The rows come from a compressed set (ibp/dataset.hpp) in either layout:
+//   condensed   stored rows back to back in `data`, row r in [offsets[r], offsets[r+1]);
+//               a row as long as tensor_bytes is raw
+//   in place    row r in its slot data + r · tensor_bytes, raw when bit r of `raw` is
+//               set; a compressed row's length is read from its participation bits
+// and with one codebook, or one per cluster (ibp/cluster.hpp: `clusters`).
 // One warp decodes one row at a time on a persistent grid. Each warp fetches its next row
 // into a second workspace before decoding the current one: with cp.async loads
 // (decode_policy::async_loads) that fetch is in flight while it decodes; with the default
@@ -12,8 +16,9 @@
 //
 // Bad input is reported, never followed: an index >= rows -> status::out_of_bounds, the
 // output row untouched; offsets that are not monotone, leave `data` or exceed
-// tensor_bytes -> status::corrupt, the row untouched; a stream that does not decode ->
-// status::truncated or status::corrupt. The first status is written to status_out.
+// tensor_bytes, or a cluster id >= clusters -> status::corrupt, the row untouched; a
+// stream that does not decode -> status::truncated or status::corrupt. The first status
+// is written to status_out.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,14 +28,17 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
 #include "squeeze/core/report.cuh"
 #include "squeeze/core/status.hpp"
+#include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
 #include "squeeze/xfer/async.cuh"
@@ -42,13 +50,16 @@ template <class Index>
 struct gather_args {
   void* dst = nullptr;                     ///< [count, dst_stride] device memory
   std::size_t dst_stride = 0;              ///< bytes between output rows, >= tensor_bytes
-  const std::byte* data = nullptr;         ///< condensed stored rows, device-accessible
-  std::uint64_t data_bytes = 0;            ///< bytes in data
-  const std::uint64_t* offsets = nullptr;  ///< [rows + 1], device-accessible
+  layout kind = layout::condensed;         ///< how `data` holds the rows
+  const std::byte* data = nullptr;         ///< stored rows, device-accessible
+  std::uint64_t data_bytes = 0;            ///< bytes in data (in place: rows · tensor_bytes)
+  const std::uint64_t* offsets = nullptr;  ///< condensed: [rows + 1], device-accessible
+  const std::uint32_t* raw = nullptr;      ///< in place: raw-row bitmask, [ceil(rows / 32)]
   std::uint64_t rows = 0;                  ///< rows in the set
   const Index* indices = nullptr;          ///< [count], device-accessible
   std::size_t count = 0;                   ///< rows to gather
   codebook_ref codebook;                   ///< mask / bitval in device-accessible memory
+  cluster_ref clusters;                    ///< clusters > 0: per-row codebooks instead
   status* status_out = nullptr;            ///< optional: the first error; untouched on success
 };
 
@@ -68,71 +79,131 @@ concept gather_policy_like = requires {
 
 namespace detail {
 
-/// Where output row i's source row lies, or why it cannot be read. Warp-uniform.
-struct row_source {
-  std::uint64_t begin = 0;
-  std::uint32_t stored = 0;
+/// Where a row lies and how to read it, or why it cannot be read. Warp-uniform.
+struct row_location {
+  const std::byte* src = nullptr;
+  std::uint32_t stored = 0;  ///< bytes; 0 for an in-place compressed row (found from its bits)
+  bool in_place = false;
+  bool raw = false;  ///< in place only
+  xfer::readable_range readable;
+  codebook_ref codebook;
   status st = status::ok;
 };
 
+/// Checks index idx against the set and finds its codebook: the row's number, or a
+/// location carrying the status that stops it.
 template <class Index>
-SQUEEZE_DEVICE row_source locate(const gather_args<Index>& a, std::size_t i) {
-  row_source s;
-  const Index idx = a.indices[i];
+SQUEEZE_DEVICE row_location identify_row(const gather_args<Index>& a, Index idx, std::uint64_t& r) {
+  row_location s;
   bool valid = static_cast<std::uint64_t>(idx) < a.rows;
   if constexpr (std::is_signed_v<Index>) valid = valid && idx >= 0;
   if (!valid) {
     s.st = status::out_of_bounds;
     return s;
   }
-  const std::uint64_t begin = a.offsets[idx];
-  const std::uint64_t end = a.offsets[idx + 1];
-  if (begin > end || end > a.data_bytes || end - begin > a.codebook.tensor_bytes || end == begin) {
+  r = static_cast<std::uint64_t>(idx);
+  s.codebook = a.codebook;
+  if (a.clusters.clusters != 0) {
+    const std::uint32_t c = a.clusters.cluster_of(r);
+    if (c >= a.clusters.clusters) {
+      s.st = status::corrupt;
+      return s;
+    }
+    s.codebook = a.clusters.book(c);
+  }
+  return s;
+}
+
+/// Row `idx` of the set `a` describes.
+template <class Index>
+SQUEEZE_DEVICE row_location locate_row(const gather_args<Index>& a, Index idx) {
+  std::uint64_t r = 0;
+  row_location s = identify_row(a, idx, r);
+  if (s.st != status::ok) return s;
+  s.readable = xfer::readable_range::of(a.data, a.data_bytes);
+  const std::uint32_t l = s.codebook.tensor_bytes;
+  if (a.kind == layout::in_place) {
+    s.in_place = true;
+    s.raw = ((a.raw[r / 32] >> (r % 32)) & 1u) != 0;
+    s.src = a.data + r * l;
+    return s;
+  }
+  const std::uint64_t begin = a.offsets[r];
+  const std::uint64_t end = a.offsets[r + 1];
+  if (begin > end || end > a.data_bytes || end - begin > l || end == begin) {
     s.st = status::corrupt;
     return s;
   }
-  s.begin = begin;
+  s.src = a.data + begin;
   s.stored = static_cast<std::uint32_t>(end - begin);
   return s;
 }
 
-template <class Policy, class Index>
-SQUEEZE_KERNEL(Policy::block_threads)
-void gather_kernel(gather_args<Index> a) {
-  using decoder = warp_decoder<typename Policy::decode>;
+/// Row indices[i] of a plain gather.
+template <class Index>
+SQUEEZE_DEVICE row_location locate(const gather_args<Index>& a, std::size_t i) {
+  return locate_row(a, a.indices[i]);
+}
+
+/// Starts loading row `loc` into `dec` (nothing when it cannot be read).
+template <class Decoder>
+SQUEEZE_DEVICE void start_load(Decoder& dec, const row_location& loc) {
+  if (loc.st != status::ok) return;
+  dec.rebind(loc.codebook);
+  if (loc.in_place) {
+    dec.load_in_place(loc.src, loc.raw, loc.readable);
+  } else {
+    dec.load(loc.src, loc.stored, loc.readable);
+  }
+}
+
+/// The gather loop: output rows of `out` (dst, dst_stride, count, status_out), each found
+/// by a `locate(req, i)` overload (plain gathers here; the compressed cache adds its own).
+template <class Policy, bool Streaming, class Request, class Index>
+SQUEEZE_DEVICE void gather_loop(const Request& req, const gather_args<Index>& out) {
+  using decoder = warp_decoder<typename Policy::decode, Streaming>;
   extern __shared__ std::byte smem[];
   constexpr int warps_per_block = Policy::block_threads / warp_threads;
   const unsigned warp_in_block = threadIdx.x / warp_threads;
   auto* storage = reinterpret_cast<typename decoder::TempStorage*>(smem) + 2 * warp_in_block;
-  decoder even{storage[0], a.codebook};
-  decoder odd{storage[1], a.codebook};
-  const xfer::readable_range readable = xfer::readable_range::of(a.data, a.data_bytes);
-  auto* dst = static_cast<std::byte*>(a.dst);
+  decoder even{storage[0], out.codebook};
+  decoder odd{storage[1], out.codebook};
+  auto* dst = static_cast<std::byte*>(out.dst);
 
   const std::size_t warps = std::size_t{gridDim.x} * warps_per_block;
   std::size_t i = std::size_t{blockIdx.x} * warps_per_block + warp_in_block;
-  if (i >= a.count) return;
-  row_source cur = locate(a, i);
-  if (cur.st == status::ok) even.load(a.data + cur.begin, cur.stored, readable);
+  if (i >= out.count) return;
+  row_location cur = locate(req, i);
+  start_load(even, cur);
   xfer::async_commit();
-  for (bool odd_turn = false; i < a.count; i += warps, odd_turn = !odd_turn) {
+  for (bool odd_turn = false; i < out.count; i += warps, odd_turn = !odd_turn) {
     decoder& now = odd_turn ? odd : even;
     decoder& then = odd_turn ? even : odd;
     // Issue the next row's load before decoding this one.
     const std::size_t next_i = i + warps;
-    row_source next;
+    row_location next;
     __syncwarp();  // every lane is done with the buffer about to be refilled
-    if (next_i < a.count) {
-      next = locate(a, next_i);
-      if (next.st == status::ok) then.load(a.data + next.begin, next.stored, readable);
+    if (next_i < out.count) {
+      next = locate(req, next_i);
+      start_load(then, next);
     }
     xfer::async_commit();
     xfer::warp_async_wait<1>();
     status st = cur.st;
-    if (st == status::ok) st = now.decode_loaded(dst + i * a.dst_stride, cur.stored);
-    if (core::arch::lane_id() == 0) core::report_status(a.status_out, st);
+    if (st == status::ok) st = now.decode_loaded(dst + i * out.dst_stride);
+    if (core::arch::lane_id() == 0) core::report_status(out.status_out, st);
     cur = next;
   }
+}
+
+// Five blocks per SM (at most 102 registers a thread; the shared workspaces allow six).
+// Streaming: whether rows may be longer than the workspace (the host knows from
+// tensor_bytes); its path needs more registers, and a kernel with it unbounded took 128
+// registers, four blocks per SM, and ran an example's gather 10 % slower (H200).
+template <class Policy, bool Streaming, class Index>
+SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, 5)
+void gather_kernel(gather_args<Index> a) {
+  gather_loop<Policy, Streaming>(a, a);
 }
 
 }  // namespace detail
@@ -144,39 +215,69 @@ constexpr std::size_t gather_shared_bytes() {
          (Policy::block_threads / warp_threads);
 }
 
+/// The codebook rows of the set decode with (the first cluster's for clustered sets).
+template <class Index>
+codebook_ref row_codebook(const gather_args<Index>& a) {
+  return a.clusters.clusters != 0 ? a.clusters.book(0) : a.codebook;
+}
+
+/// Checks the set a gather reads (all but dst, indices and count); throws
+/// squeeze::invalid_argument naming the bad field. `who` names the caller.
+template <class Index>
+void validate_set(const gather_args<Index>& a, const char* who) {
+  const std::string w = who;
+  if (a.clusters.clusters != 0) {
+    const cluster_ref& c = a.clusters;
+    SQUEEZE_EXPECTS(c.masks != nullptr && c.bitvals != nullptr,
+                    w + ": the clusters' masks or bitvals are null");
+    SQUEEZE_EXPECTS(c.id_bits <= 32 && (c.id_bits == 0 || c.ids != nullptr),
+                    w + ": cluster ids are null or wider than 32 bits");
+    SQUEEZE_EXPECTS(
+        c.clusters == 1 || (c.id_bits > 0 && (std::uint64_t{1} << c.id_bits) >= c.clusters),
+        w + ": id_bits cannot name every cluster");
+  } else {
+    SQUEEZE_EXPECTS(a.codebook.mask != nullptr && a.codebook.bitval != nullptr,
+                    w + ": the codebook's mask or bitval is null");
+  }
+  const codebook_ref cb = row_codebook(a);
+  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes), w + ": chunk_bytes must be 1, 2, 4 or 8");
+  SQUEEZE_EXPECTS(cb.tensor_bytes > 0, w + ": tensor_bytes must be positive");
+  SQUEEZE_EXPECTS(a.data != nullptr || a.data_bytes == 0, w + ": data is null");
+  if (a.kind == layout::in_place) {
+    SQUEEZE_EXPECTS(a.raw != nullptr || a.rows == 0, w + ": an in-place set needs its raw bitmask");
+    SQUEEZE_EXPECTS(a.data_bytes / cb.tensor_bytes >= a.rows,
+                    w + ": an in-place set of " + std::to_string(a.rows) + " rows of " +
+                        std::to_string(cb.tensor_bytes) + " B needs " +
+                        std::to_string(a.rows * cb.tensor_bytes) + " data bytes, has " +
+                        std::to_string(a.data_bytes));
+  } else {
+    SQUEEZE_EXPECTS(a.offsets != nullptr, w + ": offsets is null");
+  }
+}
+
 /// Checks a gather's arguments; throws squeeze::invalid_argument naming the bad one.
 template <class Index>
 void validate(const gather_args<Index>& a) {
   if (a.count == 0) return;
   SQUEEZE_EXPECTS(a.dst != nullptr, "ibp::gather_rows: dst is null");
   SQUEEZE_EXPECTS(a.indices != nullptr, "ibp::gather_rows: indices is null");
-  SQUEEZE_EXPECTS(a.offsets != nullptr, "ibp::gather_rows: offsets is null");
-  SQUEEZE_EXPECTS(a.data != nullptr || a.data_bytes == 0, "ibp::gather_rows: data is null");
-  SQUEEZE_EXPECTS(a.codebook.mask != nullptr && a.codebook.bitval != nullptr,
-                  "ibp::gather_rows: the codebook's mask or bitval is null");
-  SQUEEZE_EXPECTS(valid_chunk_bytes(a.codebook.chunk_bytes),
-                  "ibp::gather_rows: chunk_bytes must be 1, 2, 4 or 8");
-  SQUEEZE_EXPECTS(a.codebook.tensor_bytes > 0, "ibp::gather_rows: tensor_bytes must be positive");
-  SQUEEZE_EXPECTS(a.dst_stride >= a.codebook.tensor_bytes,
+  validate_set(a, "ibp::gather_rows");
+  SQUEEZE_EXPECTS(a.dst_stride >= row_codebook(a).tensor_bytes,
                   "ibp::gather_rows: dst_stride must be at least tensor_bytes");
 }
 
-/// Gathers and decodes a.count rows on `stream` (asynchronous; read a.status_out after
-/// synchronizing). Rows are at most Policy::decode::workspace_bytes when stored.
-template <gather_policy_like Policy = gather_policy, class Index>
-requires std::is_integral_v<Index>
-void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
-  validate(a);
-  if (a.count == 0) return;
+namespace detail {
+
+/// Launches Kernel(arg) on a persistent grid: as many blocks as fit at once (never more
+/// than `count` rows need), so each warp decodes a sequence of rows and keeps the next
+/// one's load in flight. The fit is queried once per device and instantiation, and cached.
+template <class Policy, auto Kernel, class Arg>
+void launch_persistent(const Arg& arg, std::size_t count, cudaStream_t stream) {
   constexpr std::size_t smem = gather_shared_bytes<Policy>();
-  const auto kernel = detail::gather_kernel<Policy, Index>;
   if constexpr (smem > 48 * 1024) {
-    SQUEEZE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    SQUEEZE_CUDA_TRY(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   }
-  // A persistent grid: as many blocks as fit at once, so each warp decodes a sequence of
-  // rows and keeps the next one's load in flight. The count is queried once per device
-  // (per instantiation of this function) and cached.
   static std::array<std::atomic<std::size_t>, 64> resident_cache{};
   int device = 0;
   SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
@@ -185,16 +286,35 @@ void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
     int sms = 0;
     int per_sm = 0;
     SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+    SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
                                                                    Policy::block_threads, smem));
     resident = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm > 0 ? per_sm : 1);
     if (device < 64) resident_cache[device].store(resident, std::memory_order_relaxed);
   }
   constexpr std::size_t warps_per_block = Policy::block_threads / warp_threads;
-  const std::size_t wanted = core::div_ceil(a.count, warps_per_block);
+  const std::size_t wanted = core::div_ceil(count, warps_per_block);
   const auto blocks = static_cast<unsigned>(wanted < resident ? wanted : resident);
-  kernel<<<blocks, Policy::block_threads, smem, stream>>>(a);
+  Kernel<<<blocks, Policy::block_threads, smem, stream>>>(arg);
   SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace detail
+
+/// Gathers and decodes a.count rows on `stream` (asynchronous; read a.status_out after
+/// synchronizing). Rows of any length: those longer than Policy::decode::workspace_bytes
+/// are streamed through the workspace.
+template <gather_policy_like Policy = gather_policy, class Index>
+requires std::is_integral_v<Index>
+void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
+  validate(a);
+  if (a.count == 0) return;
+  if (row_codebook(a).tensor_bytes <= Policy::decode::workspace_bytes) {
+    detail::launch_persistent<Policy, detail::gather_kernel<Policy, false, Index>>(a, a.count,
+                                                                                   stream);
+  } else {
+    detail::launch_persistent<Policy, detail::gather_kernel<Policy, true, Index>>(a, a.count,
+                                                                                  stream);
+  }
 }
 
 }  // namespace squeeze::ibp

@@ -1,0 +1,422 @@
+// squeeze/ibp/cache.cuh: a compressed GPU cache of rows of an IBP set (IBP paper §5).
+//
+// A static cache, filled once with the rows expected to be hot (an embedding table's
+// frequent ids, a graph's high-degree nodes): their stored bytes, compressed or raw as
+// the set holds them, packed back to back into slabs of GPU memory, so the same memory
+// holds 1 / (1 - saving) times more rows than an uncompressed cache. A hash map from row
+// id to a 64-bit handle finds them:
+//
+//   bit 63          44 43  42   40 39                                    0
+//   | stored bytes (20) | c | slab (3) |          offset in the slab (40)     |
+//     c = 1: compressed (decode), 0: raw (copy); stored bytes: the row's stored length
+//     (the paper's spare bits), so a hit needs no other lookup
+//
+// Up to 8 slabs (one per GPU of a node, or several on one GPU), 1 TiB each, rows up to
+// 1 MiB - 1 bytes. The map is open addressing with linear probing, at most half full;
+// a warp probes 32 slots per step.
+//
+//   ibp::compressed_cache cache{slab_bytes};              // one slab on the current GPU
+//   cache.insert(host_set, codebook, hot_ids);            // host set: ibp/dataset.hpp
+//   cache.gather(args, stream);                           // args: an ibp::gather_args over
+//                                                          // the host set (the misses)
+//
+// cache.gather decodes hits from GPU memory and reads misses from the set `args`
+// describes (mapped host memory, usually), with the same warp decoder and status rules as
+// ibp::gather_rows; a handle that contradicts the slabs (outside them, a size that does
+// not match its flag) is status::corrupt and its row untouched. Slabs on other GPUs are
+// read through peer access, which the caller enables.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/ibp/dataset.hpp"
+#include "squeeze/ibp/format.hpp"
+#include "squeeze/ibp/gather.cuh"
+
+namespace squeeze::ibp {
+
+/// The 64-bit handle of a cached row (layout at the top of this file).
+struct cache_handle {
+  static constexpr unsigned offset_bits = 40;
+  static constexpr unsigned slab_bits = 3;
+  static constexpr unsigned size_bits = 20;
+  static constexpr std::uint64_t max_offset = (std::uint64_t{1} << offset_bits) - 1;
+  static constexpr std::uint32_t max_slabs = 1u << slab_bits;
+  static constexpr std::uint32_t max_stored = (1u << size_bits) - 1;
+
+  std::uint64_t bits = 0;
+
+  SQUEEZE_HOST_DEVICE static constexpr cache_handle make(std::uint32_t slab, std::uint64_t offset,
+                                                         bool compressed,
+                                                         std::uint32_t stored) noexcept {
+    return {offset | (std::uint64_t{slab} << offset_bits) |
+            (std::uint64_t{compressed ? 1u : 0u} << (offset_bits + slab_bits)) |
+            (std::uint64_t{stored} << (offset_bits + slab_bits + 1))};
+  }
+  SQUEEZE_HOST_DEVICE constexpr std::uint64_t offset() const noexcept { return bits & max_offset; }
+  SQUEEZE_HOST_DEVICE constexpr std::uint32_t slab() const noexcept {
+    return static_cast<std::uint32_t>((bits >> offset_bits) & (max_slabs - 1));
+  }
+  SQUEEZE_HOST_DEVICE constexpr bool compressed() const noexcept {
+    return ((bits >> (offset_bits + slab_bits)) & 1u) != 0;
+  }
+  SQUEEZE_HOST_DEVICE constexpr std::uint32_t stored() const noexcept {
+    return static_cast<std::uint32_t>(bits >> (offset_bits + slab_bits + 1));
+  }
+};
+
+/// The device view of a compressed cache (trivially copyable; kernels get it by value).
+struct cache_ref {
+  static constexpr std::uint64_t empty_key = ~std::uint64_t{0};
+
+  const std::uint64_t* keys = nullptr;     ///< [capacity] row ids, empty_key where free
+  const std::uint64_t* handles = nullptr;  ///< [capacity] cache_handle bits
+  std::uint64_t capacity = 0;              ///< a power of two (0: an empty cache)
+  const std::byte* slabs[cache_handle::max_slabs] = {};
+  std::uint64_t slab_bytes[cache_handle::max_slabs] = {};
+  std::uint32_t slab_count = 0;
+};
+
+/// The map's hash of a row id (a 64-bit finalizer: neighbouring ids spread apart).
+SQUEEZE_HOST_DEVICE constexpr std::uint64_t cache_hash(std::uint64_t key) noexcept {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  key *= 0xc4ceb9fe1a85ec53ULL;
+  key ^= key >> 33;
+  return key;
+}
+
+/// Warp-cooperative lookup of row id `key`: its handle in `handle` and true, or false.
+/// Every lane of the warp calls it with the same key; the result is warp-uniform.
+SQUEEZE_DEVICE bool cache_find(const cache_ref& c, std::uint64_t key, cache_handle& handle) {
+  if (c.capacity == 0) return false;
+  const unsigned lane = core::arch::lane_id();
+  const std::uint64_t mask = c.capacity - 1;
+  const std::uint64_t home = cache_hash(key) & mask;
+  for (std::uint64_t probed = 0; probed < c.capacity; probed += warp_threads) {
+    const std::uint64_t slot = (home + probed + lane) & mask;
+    const std::uint64_t k = probed + lane < c.capacity ? c.keys[slot] : cache_ref::empty_key;
+    const unsigned hit = __ballot_sync(full_warp_mask, k == key);
+    const unsigned free = __ballot_sync(full_warp_mask, k == cache_ref::empty_key);
+    // Linear probing put the key before the first free slot of its run, if at all.
+    if (hit != 0 && (free == 0 || __ffs(hit) < __ffs(free))) {
+      const int from = __ffs(hit) - 1;
+      const std::uint64_t h = lane == static_cast<unsigned>(from) ? c.handles[slot] : 0;
+      handle.bits = __shfl_sync(full_warp_mask, h, from);
+      return true;
+    }
+    if (free != 0) return false;
+  }
+  return false;
+}
+
+namespace detail {
+
+/// A gather through the cache: hits from the slabs, misses from the set `set` describes.
+template <class Index>
+struct cache_request {
+  gather_args<Index> set;
+  cache_ref cache;
+  unsigned long long* hits;  ///< optional: counts the rows served from the cache
+};
+
+template <class Index>
+SQUEEZE_DEVICE row_location locate(const cache_request<Index>& req, std::size_t i) {
+  const Index idx = req.set.indices[i];
+  std::uint64_t r = 0;
+  row_location s = identify_row(req.set, idx, r);
+  if (s.st != status::ok) return s;
+  cache_handle h;
+  if (!cache_find(req.cache, r, h)) return locate_row(req.set, idx);
+  if (req.hits != nullptr && core::arch::lane_id() == 0) atomicAdd(req.hits, 1ULL);
+  const std::uint32_t slab = h.slab();
+  const std::uint32_t l = s.codebook.tensor_bytes;
+  const std::uint32_t stored = h.stored();
+  if (slab >= req.cache.slab_count || stored == 0 || stored > l || h.compressed() != (stored < l) ||
+      h.offset() + stored > req.cache.slab_bytes[slab]) {
+    s.st = status::corrupt;
+    return s;
+  }
+  s.src = req.cache.slabs[slab] + h.offset();
+  s.stored = stored;
+  s.readable = xfer::readable_range::of(req.cache.slabs[slab], req.cache.slab_bytes[slab]);
+  return s;
+}
+
+template <class Policy, bool Streaming, class Index>
+SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, 5)
+void cache_gather_kernel(cache_request<Index> req) {
+  gather_loop<Policy, Streaming>(req, req.set);
+}
+
+/// Makes `device` current for its lifetime.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    SQUEEZE_CUDA_TRY(cudaGetDevice(&saved_));
+    if (device != saved_) SQUEEZE_CUDA_TRY(cudaSetDevice(device));
+  }
+  ~device_scope() { static_cast<void>(cudaSetDevice(saved_)); }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+}  // namespace detail
+
+/// Gathers a.count rows like ibp::gather_rows(a, stream), but rows found in `cache` are
+/// decoded from GPU memory instead of being read from the set `a` describes. `hits`
+/// (optional, device memory) is incremented once per row served from the cache.
+/// Asynchronous.
+template <gather_policy_like Policy = gather_policy, class Index>
+requires std::is_integral_v<Index>
+void gather_cached(const gather_args<Index>& a, const cache_ref& cache, cudaStream_t stream,
+                   unsigned long long* hits = nullptr) {
+  validate(a);
+  SQUEEZE_EXPECTS(cache.capacity == 0 || (core::is_pow2(cache.capacity) && cache.keys != nullptr &&
+                                          cache.handles != nullptr),
+                  "ibp::gather_cached: the map's capacity must be a power of two with keys and "
+                  "handles");
+  SQUEEZE_EXPECTS(cache.slab_count <= cache_handle::max_slabs,
+                  "ibp::gather_cached: at most 8 slabs");
+  if (a.count == 0) return;
+  const detail::cache_request<Index> req{a, cache, hits};
+  if (row_codebook(a).tensor_bytes <= Policy::decode::workspace_bytes) {
+    detail::launch_persistent<Policy, detail::cache_gather_kernel<Policy, false, Index>>(
+        req, a.count, stream);
+  } else {
+    detail::launch_persistent<Policy, detail::cache_gather_kernel<Policy, true, Index>>(
+        req, a.count, stream);
+  }
+}
+
+/// A static compressed cache of rows in GPU memory (see the top of this file).
+class compressed_cache {
+ public:
+  /// `slab_bytes` of device memory on each device in `devices` (a device may appear more
+  /// than once: several slabs on one GPU); by default one slab on the current device.
+  explicit compressed_cache(std::size_t slab_bytes, std::vector<int> devices = {}) {
+    if (devices.empty()) {
+      int current = 0;
+      SQUEEZE_CUDA_TRY(cudaGetDevice(&current));
+      devices.push_back(current);
+    }
+    SQUEEZE_EXPECTS(
+        devices.size() <= cache_handle::max_slabs,
+        "ibp::compressed_cache: at most 8 slabs, got " + std::to_string(devices.size()));
+    SQUEEZE_EXPECTS(slab_bytes > 0 && slab_bytes - 1 <= cache_handle::max_offset,
+                    "ibp::compressed_cache: slab_bytes must be 1 B to 1 TiB");
+    SQUEEZE_CUDA_TRY(cudaGetDevice(&home_));
+    for (const int d : devices) {
+      detail::device_scope on{d};
+      slabs_.emplace_back(slab_bytes);
+    }
+    used_.assign(devices.size(), 0);
+  }
+
+  /// Caches rows `ids` of the host set `set` (either layout; one codebook `cb`), in order,
+  /// while they fit: each row's stored bytes go to the first slab with room. Rows already
+  /// cached are skipped. Returns how many rows were added. Synchronous.
+  std::size_t insert(const compressed_set& set, const codebook& cb,
+                     std::span<const std::uint64_t> ids) {
+    validate(cb);
+    return insert_rows(set, ids, [&](std::uint64_t) { return cb.ref(); });
+  }
+
+  /// Caches rows of a clustered set (any type with `book(cluster_of(r))` per row, such as
+  /// ibp::cluster_set), as insert above.
+  template <class Clusters>
+  requires requires(const Clusters& c) { c.book(c.cluster_of(std::uint64_t{0})); }
+  std::size_t insert(const compressed_set& set, const Clusters& clusters,
+                     std::span<const std::uint64_t> ids) {
+    return insert_rows(set, ids,
+                       [&](std::uint64_t r) { return clusters.book(clusters.cluster_of(r)); });
+  }
+
+  /// gather_cached(a, ref(), stream, hits): the rows found here decoded from GPU memory,
+  /// the others read from the set `a` describes. The cache must outlive the work.
+  template <gather_policy_like Policy = gather_policy, class Index>
+  requires std::is_integral_v<Index>
+  void gather(const gather_args<Index>& a, cudaStream_t stream,
+              unsigned long long* hits = nullptr) const {
+    gather_cached<Policy>(a, ref(), stream, hits);
+  }
+
+  /// Whether row `id` is cached.
+  [[nodiscard]] bool contains(std::uint64_t id) const {
+    if (keys_.empty()) return false;
+    const std::uint64_t mask = keys_.size() - 1;
+    for (std::uint64_t s = cache_hash(id) & mask;; s = (s + 1) & mask) {
+      if (keys_[s] == id) return true;
+      if (keys_[s] == cache_ref::empty_key) return false;
+    }
+  }
+
+  /// The device view, for user kernels that call cache_find themselves.
+  [[nodiscard]] cache_ref ref() const noexcept {
+    cache_ref c;
+    c.keys = keys_d_.data();
+    c.handles = handles_d_.data();
+    c.capacity = keys_d_.size();
+    c.slab_count = static_cast<std::uint32_t>(slabs_.size());
+    for (std::size_t s = 0; s < slabs_.size(); ++s) {
+      c.slabs[s] = slabs_[s].data();
+      c.slab_bytes[s] = slabs_[s].bytes();
+    }
+    return c;
+  }
+
+  /// Rows cached.
+  [[nodiscard]] std::size_t rows() const noexcept { return entries_; }
+  /// Slab bytes holding rows.
+  [[nodiscard]] std::uint64_t bytes_used() const noexcept {
+    std::uint64_t b = 0;
+    for (const std::uint64_t u : used_) b += u;
+    return b;
+  }
+  /// Slab bytes in all.
+  [[nodiscard]] std::uint64_t capacity_bytes() const noexcept {
+    return slabs_.empty() ? 0 : slabs_.size() * slabs_.front().bytes();
+  }
+
+ private:
+  /// The stored bytes of row r of a host set: from its offsets (condensed), or its slot
+  /// and participation bits (in place). Throws format_error on a malformed row.
+  static std::span<const std::byte> stored_of(const compressed_set& set, std::uint64_t r,
+                                              const codebook_ref& cb) {
+    const std::uint32_t l = cb.tensor_bytes;
+    if (set.kind == layout::condensed) {
+      const std::uint64_t begin = set.offsets.at(r);
+      const std::uint64_t end = set.offsets.at(r + 1);
+      if (begin > end || end > set.data.size() || end - begin > l || end == begin ||
+          set.is_raw(r) != (end - begin == l)) {
+        throw format_error{"ibp::compressed_cache: row " + std::to_string(r) + " has offsets [" +
+                           std::to_string(begin) + ", " + std::to_string(end) +
+                           "), which do not describe a stored row of a " + std::to_string(l) +
+                           "-byte tensor in " + std::to_string(set.data.size()) + " bytes"};
+      }
+      return {set.data.data() + begin, end - begin};
+    }
+    SQUEEZE_EXPECTS(set.data.size() / l >= set.rows,
+                    "ibp::compressed_cache: the in-place set holds fewer than rows x tensor_bytes "
+                    "bytes");
+    const std::byte* slot = set.data.data() + r * l;
+    if (set.is_raw(r)) return {slot, l};
+    const std::uint64_t bytes = (stream_bits(slot, cb) + 7) / 8;
+    if (bytes >= l) {
+      throw format_error{"ibp::compressed_cache: in-place row " + std::to_string(r) +
+                         " describes a stream of " + std::to_string(bytes) +
+                         " bytes, which does not fit its " + std::to_string(l) + "-byte slot"};
+    }
+    return {slot, bytes};
+  }
+
+  template <class CodebookOf>
+  std::size_t insert_rows(const compressed_set& set, std::span<const std::uint64_t> ids,
+                          CodebookOf&& codebook_of) {
+    SQUEEZE_EXPECTS(set.raw.size() == (set.rows + 31) / 32,
+                    "ibp::compressed_cache::insert: the set's raw-row bitmask has the wrong size");
+    // Every row is checked before the cache changes: a bad one throws and adds nothing.
+    std::vector<std::span<const std::byte>> stored(ids.size());
+    std::vector<bool> compressed(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::uint64_t r = ids[i];
+      SQUEEZE_EXPECTS(r < set.rows, "ibp::compressed_cache::insert: row id " + std::to_string(r) +
+                                        " is outside the set's " + std::to_string(set.rows) +
+                                        " rows");
+      const codebook_ref cb = codebook_of(r);
+      SQUEEZE_EXPECTS(cb.tensor_bytes <= cache_handle::max_stored,
+                      "ibp::compressed_cache: rows must be shorter than 1 MiB");
+      stored[i] = stored_of(set, r, cb);
+      compressed[i] = stored[i].size() < cb.tensor_bytes;
+    }
+    std::vector<std::vector<std::byte>> staged(slabs_.size());
+    std::size_t added = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (contains(ids[i])) continue;
+      const std::size_t bytes = stored[i].size();
+      std::size_t slab = 0;
+      while (slab < slabs_.size() &&
+             used_[slab] + staged[slab].size() + bytes > slabs_[slab].bytes()) {
+        ++slab;
+      }
+      if (slab == slabs_.size()) continue;  // full for this row; a shorter one may fit
+      const std::uint64_t offset = used_[slab] + staged[slab].size();
+      staged[slab].insert(staged[slab].end(), stored[i].begin(), stored[i].end());
+      put(ids[i], cache_handle::make(static_cast<std::uint32_t>(slab), offset, compressed[i],
+                                     static_cast<std::uint32_t>(bytes)));
+      ++added;
+    }
+    for (std::size_t s = 0; s < slabs_.size(); ++s) {
+      if (staged[s].empty()) continue;
+      SQUEEZE_CUDA_TRY(cudaMemcpy(slabs_[s].data() + used_[s], staged[s].data(), staged[s].size(),
+                                  cudaMemcpyHostToDevice));
+      used_[s] += staged[s].size();
+    }
+    upload();
+    return added;
+  }
+
+  /// Adds key -> handle, growing the map to keep it at most half full.
+  void put(std::uint64_t key, cache_handle h) {
+    if (2 * (entries_ + 1) > keys_.size()) {
+      std::vector<std::uint64_t> old_keys = std::move(keys_);
+      std::vector<std::uint64_t> old_handles = std::move(handles_);
+      const std::size_t capacity = old_keys.empty() ? 64 : 2 * old_keys.size();
+      keys_.assign(capacity, cache_ref::empty_key);
+      handles_.assign(capacity, 0);
+      entries_ = 0;
+      for (std::size_t s = 0; s < old_keys.size(); ++s) {
+        if (old_keys[s] != cache_ref::empty_key) place(old_keys[s], old_handles[s]);
+      }
+    }
+    place(key, h.bits);
+  }
+
+  void place(std::uint64_t key, std::uint64_t handle) {
+    const std::uint64_t mask = keys_.size() - 1;
+    std::uint64_t s = cache_hash(key) & mask;
+    while (keys_[s] != cache_ref::empty_key) s = (s + 1) & mask;
+    keys_[s] = key;
+    handles_[s] = handle;
+    ++entries_;
+  }
+
+  void upload() {
+    detail::device_scope on{home_};
+    if (keys_d_.size() != keys_.size()) {
+      keys_d_ = core::device_buffer<std::uint64_t>{keys_.size()};
+      handles_d_ = core::device_buffer<std::uint64_t>{handles_.size()};
+    }
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(keys_d_.data(), keys_.data(), keys_d_.bytes(), cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(handles_d_.data(), handles_.data(), handles_d_.bytes(), cudaMemcpyHostToDevice));
+  }
+
+  int home_ = 0;  ///< the device the map lives on (current at construction)
+  std::vector<core::device_buffer<std::byte>> slabs_;
+  std::vector<std::uint64_t> used_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint64_t> handles_;
+  std::size_t entries_ = 0;
+  core::device_buffer<std::uint64_t> keys_d_;
+  core::device_buffer<std::uint64_t> handles_d_;
+};
+
+}  // namespace squeeze::ibp
