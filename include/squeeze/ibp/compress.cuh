@@ -33,10 +33,17 @@
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
+#include "squeeze/xfer/async.cuh"
+#include "squeeze/xfer/bounds.hpp"
 
 namespace squeeze::ibp {
 
 namespace detail {
+
+/// Rows up to this long are swept in one pass from shared memory (sweep_kernel).
+inline constexpr std::uint32_t sweep_row_limit = 4096;
+/// Codebooks one sweep pass measures at most.
+inline constexpr std::uint32_t max_sweep_books = 64;
 
 /// Counters of one 4-byte column of the rows, rows [first, first + count) of the slice.
 SQUEEZE_KERNEL(256)
@@ -66,8 +73,9 @@ void count_kernel(const std::byte* rows, std::size_t n, std::uint32_t row_bytes,
   }
 }
 
-/// This lane's 16 / C chunks of a row: participation bits and payload lengths.
-template <unsigned C>
+/// This lane's 16 / C chunks of a row: participation bits and payload lengths. The row
+/// is in global memory (read past L1: it is streamed), or in shared memory (Shared).
+template <unsigned C, bool Shared = false>
 struct lane_chunks {
   static constexpr unsigned per_lane = 16 / C;
   std::uint64_t x[per_lane];
@@ -88,7 +96,8 @@ struct lane_chunks {
                         reinterpret_cast<std::uintptr_t>(mine_at) % 16 == 0;
     std::uint64_t half[2] = {0, 0};
     if (vector) {
-      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(mine_at));
+      const uint4 v = Shared ? *reinterpret_cast<const uint4*>(mine_at)
+                             : __ldcg(reinterpret_cast<const uint4*>(mine_at));
       half[0] = (std::uint64_t{v.y} << 32) | v.x;
       half[1] = (std::uint64_t{v.w} << 32) | v.z;
     }
@@ -115,13 +124,13 @@ struct lane_chunks {
 };
 
 /// Stored bytes of row r (warp per row).
-template <unsigned C>
+template <unsigned C, bool Shared = false>
 SQUEEZE_DEVICE std::uint32_t warp_stored_bytes(const std::byte* row, const codebook_ref& cb) {
   constexpr unsigned per_group = warp_threads * (16 / C);
   const unsigned lane = core::arch::lane_id();
   std::uint64_t bits = 0;
   for (std::uint32_t group = 0; group < cb.chunks(); group += per_group) {
-    bits += lane_chunks<C>{row, cb, group + lane * (16 / C)}.bits;
+    bits += lane_chunks<C, Shared>{row, cb, group + lane * (16 / C)}.bits;
   }
 #pragma unroll
   for (unsigned d = warp_threads / 2; d > 0; d /= 2)
@@ -142,6 +151,44 @@ void sizes_kernel(const std::byte* rows, std::size_t n, codebook_ref cb, std::ui
     sum += s;
   }
   if (total != nullptr && core::arch::lane_id() == 0) atomicAdd(total, sum);
+}
+
+/// The threshold sweep's pass: each warp loads a row into shared memory once and measures
+/// its stored size under every one of `books` codebooks ([books, L] masks and bitvals);
+/// lane t % 32 keeps threshold t's running total, added to totals[t] at the end. One read
+/// of the rows for the whole sweep, which matters when they are in mapped host memory.
+template <unsigned C>
+SQUEEZE_KERNEL(128)
+void sweep_kernel(const std::byte* rows, std::size_t n, std::uint32_t row_bytes,
+                  const std::byte* masks, const std::byte* bitvals, std::uint32_t books,
+                  unsigned long long* totals) {
+  constexpr std::size_t ws_bytes = xfer::window_bytes(sweep_row_limit) + 16;
+  __shared__ alignas(16) std::byte ws[4][ws_bytes];
+  const unsigned warp_in_block = threadIdx.x / warp_threads;
+  const unsigned lane = core::arch::lane_id();
+  const std::size_t warps = std::size_t{gridDim.x} * 4;
+  const xfer::readable_range readable = xfer::readable_range::of(rows, n * row_bytes);
+  unsigned long long acc[max_sweep_books / warp_threads] = {};
+  for (std::size_t r = std::size_t{blockIdx.x} * 4 + warp_in_block; r < n; r += warps) {
+    const unsigned off =
+        xfer::warp_load(ws[warp_in_block], rows + r * row_bytes, row_bytes, readable).offset;
+    const std::byte* row = ws[warp_in_block] + off;
+    for (std::uint32_t t = 0; t < books; ++t) {
+      const codebook_ref cb{masks + std::size_t{t} * row_bytes,
+                            bitvals + std::size_t{t} * row_bytes, row_bytes, C};
+      const std::uint32_t s = warp_stored_bytes<C, true>(row, cb);
+#pragma unroll
+      for (unsigned k = 0; k < max_sweep_books / warp_threads; ++k) {
+        if (t == k * warp_threads + lane) acc[k] += s;
+      }
+    }
+    __syncwarp();  // every lane is done with the row before the next load
+  }
+#pragma unroll
+  for (unsigned k = 0; k < max_sweep_books / warp_threads; ++k) {
+    const std::uint32_t t = k * warp_threads + lane;
+    if (t < books && acc[k] != 0) atomicAdd(totals + t, acc[k]);
+  }
 }
 
 /// ORs the low `count` (<= 64) bits of v into a zeroed bit stream of 32-bit words at bit
@@ -315,31 +362,56 @@ inline void stored_sizes(const std::byte* rows, std::size_t n, const codebook_re
   });
 }
 
-/// The paper's threshold sweep on the GPU: for `steps` + 1 thresholds T evenly spaced
-/// from 0.70 n to n, the codebook make_codebook builds from `counts` is sent to the GPU
-/// and the rows' total stored size measured there (one pass over the rows each); the
-/// codebook with the smallest total is kept (ties: the larger T). Pass a sample of the
-/// rows (and counts over the same sample) to preprocess faster than one pass per T.
+/// The paper's threshold sweep on the GPU: for `steps` + 1 (<= 64) thresholds T evenly
+/// spaced from 0.70 n to n, the codebooks make_codebook builds from `counts` are sent to
+/// the GPU and the rows' total stored size under each measured there, in one pass over
+/// the rows (rows up to 4 KiB: each warp stages a row in shared memory and measures it
+/// under every codebook; longer rows or more thresholds: one pass per T); the codebook
+/// with the smallest total is kept (ties: the larger T). Pass a sample of the rows (and
+/// counts over the same sample) to preprocess faster still.
 inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
                                            std::span<const std::uint64_t> counts,
                                            std::uint32_t chunk_bytes, int steps,
                                            cudaStream_t stream) {
   const auto row_bytes = static_cast<std::uint32_t>(counts.size() / 8);
-  core::device_buffer<std::byte> mask{row_bytes, stream};
-  core::device_buffer<std::byte> bitval{row_bytes, stream};
-  core::device_buffer<unsigned long long> total{1, stream};
-  return sweep_thresholds(counts, n, chunk_bytes, steps, [&](const codebook& cb) {
-    mask.copy_from(std::span<const std::byte>{cb.mask}, stream);
-    bitval.copy_from(std::span<const std::byte>{cb.bitval}, stream);
-    SQUEEZE_CUDA_TRY(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), stream));
-    stored_sizes(rows, n, codebook_ref{mask.data(), bitval.data(), row_bytes, chunk_bytes}, nullptr,
-                 total.data(), stream);
-    unsigned long long bytes = 0;
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpyAsync(&bytes, total.data(), sizeof bytes, cudaMemcpyDeviceToHost, stream));
-    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
-    return static_cast<std::uint64_t>(bytes);
-  });
+  SQUEEZE_EXPECTS(valid_chunk_bytes(chunk_bytes),
+                  "ibp::sweep_threshold_on_gpu: chunk_bytes must be 1, 2, 4 or 8");
+  return sweep_thresholds_batched(
+      counts, n, chunk_bytes, steps, [&](std::span<const codebook> books) {
+        const std::size_t k = books.size();
+        std::vector<std::byte> masks(k * row_bytes), bitvals(k * row_bytes);
+        for (std::size_t t = 0; t < k; ++t) {
+          std::copy(books[t].mask.begin(), books[t].mask.end(), masks.begin() + t * row_bytes);
+          std::copy(books[t].bitval.begin(), books[t].bitval.end(),
+                    bitvals.begin() + t * row_bytes);
+        }
+        core::device_buffer<std::byte> d_masks{masks.size(), stream};
+        core::device_buffer<std::byte> d_bitvals{bitvals.size(), stream};
+        core::device_buffer<unsigned long long> d_totals{k, stream};
+        d_masks.copy_from(std::span<const std::byte>{masks}, stream);
+        d_bitvals.copy_from(std::span<const std::byte>{bitvals}, stream);
+        d_totals.fill_bytes(0, stream);
+        if (row_bytes <= detail::sweep_row_limit && k <= detail::max_sweep_books) {
+          // One pass over the rows for every threshold.
+          detail::dispatch_chunk(chunk_bytes, [&](auto c) {
+            detail::sweep_kernel<decltype(c)::value><<<detail::grid_for(n, 4), 128, 0, stream>>>(
+                rows, n, row_bytes, d_masks.data(), d_bitvals.data(), static_cast<std::uint32_t>(k),
+                d_totals.data());
+            SQUEEZE_CHECK_LAUNCH();
+          });
+        } else {  // longer rows: one pass per threshold
+          for (std::size_t t = 0; t < k; ++t) {
+            stored_sizes(rows, n,
+                         codebook_ref{d_masks.data() + t * row_bytes,
+                                      d_bitvals.data() + t * row_bytes, row_bytes, chunk_bytes},
+                         nullptr, d_totals.data() + t, stream);
+          }
+        }
+        std::vector<unsigned long long> totals(k);
+        d_totals.copy_to(std::span<unsigned long long>{totals}, stream);
+        SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+        return std::vector<std::uint64_t>(totals.begin(), totals.end());
+      });
 }
 
 /// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.

@@ -121,28 +121,44 @@ struct sweep_result {
 };
 
 /// The sweep itself: for steps + 1 thresholds T evenly spaced from 0.70·N to N (N =
-/// rows), builds the codebook from `counts` and asks `total_of(codebook)` for the rows'
-/// total stored bytes under it; keeps the smallest (ties: the larger T). The host and
-/// the GPU sweeps differ only in how they measure the total.
-template <class TotalOf>
-sweep_result sweep_thresholds(std::span<const std::uint64_t> counts, std::size_t rows,
-                              std::uint32_t chunk_bytes, int steps, TotalOf&& total_of) {
+/// rows), builds the codebooks from `counts` and asks `totals_of(codebooks)` for the rows'
+/// total stored bytes under each (a vector in the same order); keeps the smallest (ties:
+/// the larger T). The host and the GPU sweeps differ only in how they measure the totals
+/// (the GPU measures all of them in one pass over the rows).
+template <class TotalsOf>
+sweep_result sweep_thresholds_batched(std::span<const std::uint64_t> counts, std::size_t rows,
+                                      std::uint32_t chunk_bytes, int steps, TotalsOf&& totals_of) {
   SQUEEZE_EXPECTS(rows > 0, "ibp threshold sweep: needs at least one row");
   SQUEEZE_EXPECTS(steps >= 1, "ibp threshold sweep: steps must be positive");
   const auto lo = static_cast<std::uint64_t>(0.70 * static_cast<double>(rows));
-  sweep_result result;
-  bool first = true;
+  std::vector<codebook> books;
+  std::vector<std::uint64_t> thresholds;
   for (int s = steps; s >= 0; --s) {
     const std::uint64_t t =
         lo + (rows - lo) * static_cast<std::uint64_t>(s) / static_cast<std::uint64_t>(steps);
-    codebook cb = make_codebook(counts, rows, t, chunk_bytes);
-    const std::uint64_t bytes = total_of(cb);
-    if (first || bytes < result.stored_bytes) {
-      result = {std::move(cb), t, bytes};
-      first = false;
-    }
+    books.push_back(make_codebook(counts, rows, t, chunk_bytes));
+    thresholds.push_back(t);
   }
-  return result;
+  const std::vector<std::uint64_t> totals = totals_of(std::span<const codebook>{books});
+  SQUEEZE_EXPECTS(totals.size() == books.size(),
+                  "ibp threshold sweep: totals_of must measure every codebook");
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < totals.size(); ++i) {
+    if (totals[i] < totals[best]) best = i;
+  }
+  return {std::move(books[best]), thresholds[best], totals[best]};
+}
+
+/// The sweep with one codebook measured at a time: total_of(codebook) -> stored bytes.
+template <class TotalOf>
+sweep_result sweep_thresholds(std::span<const std::uint64_t> counts, std::size_t rows,
+                              std::uint32_t chunk_bytes, int steps, TotalOf&& total_of) {
+  return sweep_thresholds_batched(counts, rows, chunk_bytes, steps,
+                                  [&](std::span<const codebook> books) {
+                                    std::vector<std::uint64_t> totals;
+                                    for (const codebook& cb : books) totals.push_back(total_of(cb));
+                                    return totals;
+                                  });
 }
 
 /// The sweep on the host (counts from count_set_bits over the same rows).
