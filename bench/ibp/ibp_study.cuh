@@ -35,6 +35,7 @@
 #include "common/l2_flush.hpp"
 #include "common/report.hpp"
 #include "squeeze/core.hpp"
+#include "squeeze/ibp/cluster.hpp"
 #include "squeeze/ibp/compress.cuh"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/gather.cuh"
@@ -449,6 +450,31 @@ inline void add_real_data_rows(report_table& table, const real_rows& d) {
              bytes / (preprocess_mapped_ms * 1e6), 180.0 / 84.0, "GB/s", 10.0});
   table.add({"ibp", d.name + ": compression vs paper (180 GB / 55 s)", bytes / (compress_ms * 1e6),
              180.0 / 55.0, "GB/s", std::nullopt});
+}
+
+/// Clustered compression (host, ibp/cluster.hpp) of a data set for k clusters: space saved
+/// by compression alone and net of the metadata (k codebooks, packed ids, raw bitmask),
+/// beside the single codebook (k = 1) in the same run.
+inline void add_cluster_rows(report_table& table, const real_rows& d,
+                             std::initializer_list<std::uint32_t> ks) {
+  ibp::cluster_options opt;
+  opt.clusters = 1;
+  const auto one = ibp::measure_savings(
+      d.rows, ibp::make_clusters(d.rows, d.n, d.row_bytes, d.chunk_bytes, opt));
+  for (const std::uint32_t k : ks) {
+    opt.clusters = k;
+    const double ms = core::host_ms([&] {
+      const auto s = ibp::measure_savings(
+          d.rows, ibp::make_clusters(d.rows, d.n, d.row_bytes, d.chunk_bytes, opt));
+      table.add({"ibp",
+                 d.name + ": net space saved with k = " + std::to_string(k) +
+                     " clusters (saved before metadata " + format_number(100.0 * s.saving(), 1) +
+                     " %) vs one codebook",
+                 100.0 * s.net_saving(), 100.0 * one.net_saving(), "%", std::nullopt});
+    });
+    table.add_note("ibp: clustering " + d.name + " into " + std::to_string(k) + " took " +
+                   format_number(ms / 1e3, 1) + " s on the host");
+  }
 }
 
 }  // namespace squeeze::bench::ibp_study

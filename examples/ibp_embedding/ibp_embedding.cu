@@ -9,7 +9,8 @@
 //   ibp cache    the budget filled with IBP-compressed rows (more of them fit); misses read
 //                compressed from host memory; hits and misses decoded by the warp decoder
 //
-//   ibp_embedding [table.npy | rows] [dim] [batch] [cache %] [zipf alpha]
+//   ibp_embedding [rows] [dim] [batch] [cache %] [zipf alpha]
+//   ibp_embedding table.npy [batch] [cache %] [zipf alpha]
 //   defaults: 2000000 rows of 128 float32 (512 B, the paper's DLRM rows), batches of
 //   16384 lookups, a cache of 10 % of the table, alpha 1.05
 //
@@ -42,6 +43,7 @@ namespace xfer = squeeze::xfer;
 namespace {
 
 struct table {
+  bool from_npy = false;
   std::size_t rows = 0;
   std::uint32_t row_bytes = 0;
   core::pinned_buffer<std::byte> bytes;  // mapped host memory
@@ -52,6 +54,7 @@ table load_table(int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   if (first.size() > 4 && first.substr(first.size() - 4) == ".npy") {
     const auto npy = squeeze::io::read_npy(first);
+    t.from_npy = true;
     SQUEEZE_EXPECTS(npy.shape.size() == 2, "ibp_embedding: the .npy table must be 2-d");
     t.rows = npy.rows();
     t.row_bytes = static_cast<std::uint32_t>(npy.row_bytes());
@@ -110,9 +113,11 @@ int main(int argc, char** argv) try {
   }
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
   table t = load_table(argc, argv);
-  const std::size_t batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 16'384;
-  const double cache_percent = argc > 4 ? std::strtod(argv[4], nullptr) : 10.0;
-  const double alpha = argc > 5 ? std::strtod(argv[5], nullptr) : 1.05;
+  // After a .npy table there is no [dim]: the other arguments move up by one.
+  const int at = t.from_npy ? 2 : 3;
+  const std::size_t batch = argc > at ? std::strtoull(argv[at], nullptr, 10) : 16'384;
+  const double cache_percent = argc > at + 1 ? std::strtod(argv[at + 1], nullptr) : 10.0;
+  const double alpha = argc > at + 2 ? std::strtod(argv[at + 2], nullptr) : 1.05;
   const std::size_t batches = 100;
   SQUEEZE_EXPECTS(t.rows > 0 && t.row_bytes > 0 && batch > 0, "ibp_embedding: empty table");
   SQUEEZE_EXPECTS(cache_percent > 0 && cache_percent <= 100, "cache % must be in (0, 100]");

@@ -8,6 +8,7 @@
 // deliver the same bytes.
 //
 //   ibp_feature_gather [nodes] [features] [batch]
+//   ibp_feature_gather features.npy [batch]      (2-d, any dtype: a row is shape[1] items)
 //   defaults: 500000 nodes, 128 float32 features, minibatches of 10000 rows
 //
 // The features are synthetic here: sparse, non-negative activations (ReLU of N(0,1), as in
@@ -15,6 +16,7 @@
 #include <squeeze/core.hpp>
 #include <squeeze/ibp/compress.cuh>
 #include <squeeze/ibp/gather.cuh>
+#include <squeeze/io/npy.hpp>
 #include <squeeze/xfer.cuh>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace core = squeeze::core;
@@ -30,12 +33,23 @@ namespace ibp = squeeze::ibp;
 namespace xfer = squeeze::xfer;
 
 int main(int argc, char** argv) try {
-  const std::size_t nodes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 500'000;
-  const std::size_t features = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 128;
-  const std::size_t batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000;
-  const auto row_bytes = static_cast<std::uint32_t>(features * sizeof(float));
+  const std::string first = argc > 1 ? argv[1] : "";
+  const bool from_npy = first.size() > 4 && first.substr(first.size() - 4) == ".npy";
+  // Node features: [nodes, row_bytes] in mapped host memory, from a .npy file or synthetic.
+  squeeze::io::npy_array npy;
+  if (from_npy) npy = squeeze::io::read_npy(first);
+  SQUEEZE_EXPECTS(!from_npy || npy.shape.size() == 2, "ibp_feature_gather: the .npy must be 2-d");
+  const std::size_t nodes =
+      from_npy ? npy.rows() : (argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 500'000);
+  const std::size_t features =
+      from_npy ? 0 : (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 128);
+  const int batch_arg = from_npy ? 2 : 3;
+  const std::size_t batch = argc > batch_arg ? std::strtoull(argv[batch_arg], nullptr, 10)
+                                             : std::min<std::size_t>(10'000, nodes);
+  const auto row_bytes =
+      static_cast<std::uint32_t>(from_npy ? npy.row_bytes() : features * sizeof(float));
   SQUEEZE_EXPECTS(nodes > 0 && batch > 0 && batch <= nodes, "need 0 < batch <= nodes");
-  SQUEEZE_EXPECTS(row_bytes > 0, "features must be positive");
+  SQUEEZE_EXPECTS(row_bytes > 0, "rows must not be empty");
   const auto presence = core::detect_devices();
   if (!presence.present()) {
     std::printf("ibp_feature_gather: no CUDA device (%s); nothing to run\n",
@@ -44,13 +58,18 @@ int main(int argc, char** argv) try {
   }
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
 
-  // Node features in mapped host memory: [nodes, features] float32.
   auto table = xfer::allocate_mapped<std::byte>(nodes * row_bytes);
   std::mt19937_64 rng{7};
-  std::normal_distribution<float> normal{0.0f, 1.0f};
-  for (std::size_t i = 0; i < nodes * features; ++i) {
-    const float v = std::max(0.0f, normal(rng));
-    std::memcpy(table.data() + 4 * i, &v, 4);
+  if (from_npy) {
+    std::copy(npy.data.begin(), npy.data.end(), table.data());
+    std::printf("features: %s, %zu rows of %u B (%s)\n", first.c_str(), nodes, row_bytes,
+                npy.descr.c_str());
+  } else {
+    std::normal_distribution<float> normal{0.0f, 1.0f};
+    for (std::size_t i = 0; i < nodes * features; ++i) {
+      const float v = std::max(0.0f, normal(rng));
+      std::memcpy(table.data() + 4 * i, &v, 4);
+    }
   }
 
   // Preprocess and compress once, on the GPU, straight from host memory.

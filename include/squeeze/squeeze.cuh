@@ -4,4 +4,6 @@
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/report.cuh"
+#include "squeeze/ibp.cuh"
+#include "squeeze/io.hpp"
 #include "squeeze/xfer.cuh"

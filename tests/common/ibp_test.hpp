@@ -37,6 +37,13 @@ inline std::vector<std::byte> mixed_rows(std::size_t rows, std::size_t row_bytes
   return v;
 }
 
+// The codebook the host threshold sweep (4 steps) keeps for the rows.
+inline ibp::codebook best_codebook(const std::vector<std::byte>& data, std::size_t rows,
+                                   std::size_t row_bytes, std::uint32_t chunk) {
+  const auto l = static_cast<std::uint32_t>(row_bytes);
+  return ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, l), chunk, 4).best;
+}
+
 struct device_codebook {
   core::device_buffer<std::byte> mask;
   core::device_buffer<std::byte> bitval;

@@ -97,8 +97,7 @@ TEST_P(IbpCacheTest, HitsFromSlabsMissesFromHostMemory) {
   const auto [layout, chunk] = GetParam();
   const std::size_t rows = 3000, row_bytes = 1000;
   const auto data = squeeze::test::mixed_rows(rows, row_bytes, 17 + chunk);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), chunk, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, chunk);
   const auto set = ibp::compress(data, rows, cb, layout);
   int device = 0;
   SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
@@ -149,8 +148,7 @@ TEST(IbpCache, EmptyCacheAndTamperedHandles) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 200, row_bytes = 256;
   const auto data = squeeze::test::mixed_rows(rows, row_bytes, 23);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
   std::vector<std::int64_t> indices(rows);
   std::iota(indices.begin(), indices.end(), 0);
@@ -237,8 +235,7 @@ TEST(IbpCache, BadArgumentsThrow) {
   EXPECT_THROW((ibp::compressed_cache{64, std::vector<int>(9, 0)}), squeeze::invalid_argument);
   const std::size_t rows = 50, row_bytes = 64;
   const auto data = squeeze::test::mixed_rows(rows, row_bytes, 29);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
   ibp::compressed_cache cache{4096};
   const std::vector<std::uint64_t> outside{3, rows};

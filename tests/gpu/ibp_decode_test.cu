@@ -131,8 +131,7 @@ TEST(IbpGather, MalformedRowsAreReportedAndNotFollowed) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 200, row_bytes = 256;
   const auto data = mixed_rows(rows, row_bytes, 77);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
   std::vector<std::int64_t> indices(rows);
   for (std::size_t i = 0; i < rows; ++i) indices[i] = static_cast<std::int64_t>(i);
@@ -183,8 +182,7 @@ TEST(IbpGather, WorkspaceSizeDecidesBetweenStreamingAndReporting) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 300, row_bytes = 4096;
   const auto data = mixed_rows(rows, row_bytes, 31);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 2, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 2);
   std::vector<std::int64_t> indices(rows);
   for (std::size_t i = 0; i < rows; ++i) indices[i] = static_cast<std::int64_t>(rows - 1 - i);
   for (const auto layout : {ibp::layout::condensed, ibp::layout::in_place}) {
@@ -210,8 +208,7 @@ TEST(IbpGather, InPlaceRowsThatOverflowTheirSlotAreReported) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 64, row_bytes = 512;
   const auto data = mixed_rows(rows, row_bytes, 41);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   auto set = ibp::compress(data, rows, cb, ibp::layout::in_place);
   std::size_t victim = 0;
   while (set.is_raw(victim)) ++victim;
@@ -337,8 +334,7 @@ TEST(IbpDecoder, OneCallDecodeInAUserKernel) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 300, row_bytes = 1000;
   const auto data = mixed_rows(rows, row_bytes, 5);
-  const auto cb =
-      ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, row_bytes), 4, 4).best;
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
   const squeeze::test::source_bytes stored{source_kind::mapped_host, set.data};
   const device_codebook dcb{cb};

@@ -1,0 +1,11 @@
+// squeeze/ibp.cuh: invariant bit packing (format, host reference, clustered codebooks, GPU
+// preprocessing and compression, the warp decoder, the compressed gather and cache).
+#pragma once
+
+#include "squeeze/ibp/cache.cuh"
+#include "squeeze/ibp/cluster.hpp"
+#include "squeeze/ibp/compress.cuh"
+#include "squeeze/ibp/dataset.hpp"
+#include "squeeze/ibp/decode.cuh"
+#include "squeeze/ibp/format.hpp"
+#include "squeeze/ibp/gather.cuh"
