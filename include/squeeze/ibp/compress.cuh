@@ -46,7 +46,10 @@ inline constexpr std::uint32_t sweep_row_limit = 4096;
 inline constexpr std::uint32_t max_sweep_books = 64;
 
 /// Counters of one 4-byte column of the rows, rows [first, first + count) of the slice.
-SQUEEZE_KERNEL(256)
+/// (A template, like every kernel in a header: a plain __global__ function would be
+/// defined again in each translation unit that includes this file.)
+template <int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
 void count_kernel(const std::byte* rows, std::size_t n, std::uint32_t row_bytes,
                   std::size_t rows_per_slice, unsigned long long* counts) {
   const std::uint32_t column = blockIdx.x * blockDim.x + threadIdx.x;  // 4-byte column
@@ -337,8 +340,8 @@ inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::siz
     const std::size_t rows_per_slice = std::max<std::size_t>(64, core::div_ceil(n, slices_wanted));
     const dim3 grid{core::div_ceil<std::uint32_t>(columns, 256),
                     static_cast<unsigned>(core::div_ceil(n, rows_per_slice))};
-    detail::count_kernel<<<grid, block, 0, stream>>>(rows, n, row_bytes, rows_per_slice,
-                                                     counts.data());
+    detail::count_kernel<256>
+        <<<grid, block, 0, stream>>>(rows, n, row_bytes, rows_per_slice, counts.data());
     SQUEEZE_CHECK_LAUNCH();
   }
   std::vector<std::uint64_t> host(counts.size());
