@@ -127,10 +127,7 @@ class decode_case {
     std::shuffle(order_.begin(), order_.end(), rng);
     indices_ = core::device_buffer<std::uint32_t>{items};
     indices_.copy_from(std::span<const std::uint32_t>{order_}, stream_);
-    mask_ = core::device_buffer<std::byte>{row_bytes};
-    bitval_ = core::device_buffer<std::byte>{row_bytes};
-    mask_.copy_from(std::span<const std::byte>{cb_.mask}, stream_);
-    bitval_.copy_from(std::span<const std::byte>{cb_.bitval}, stream_);
+    codebook_ = ibp::device_codebook{cb_, stream_};
     out_ = core::device_buffer<std::byte>{items * row_bytes};
     status_ = core::device_buffer<status>{1};
     stream_.synchronize();
@@ -224,7 +221,7 @@ class decode_case {
       a.rows = items_;
       a.indices = indices_.data();
       a.count = items_;
-      a.codebook = {mask_.data(), bitval_.data(), cb_.tensor_bytes, cb_.chunk_bytes};
+      a.codebook = codebook_.ref();
       a.status_out = status_.data();
       ibp::gather_rows(a, stream_);
     } else if (m == method::ideal) {
@@ -262,8 +259,7 @@ class decode_case {
   core::device_buffer<std::uint32_t> raw_;
   core::device_buffer<std::uint64_t> offsets_;
   core::device_buffer<std::uint32_t> indices_;
-  core::device_buffer<std::byte> mask_;
-  core::device_buffer<std::byte> bitval_;
+  ibp::device_codebook codebook_;
   core::device_buffer<std::byte> out_;
   core::device_buffer<status> status_;
   l2_flusher l2_;
@@ -407,10 +403,8 @@ inline void add_real_data_rows(report_table& table, const real_rows& d) {
   if (mapped_sweep.best.mask != sweep.best.mask || mapped_sweep.threshold != sweep.threshold)
     throw verification_error{"ibp real data: " + d.name +
                              " preprocessed from mapped memory gives another codebook"};
-  core::device_buffer<std::byte> mask{d.row_bytes}, bitval{d.row_bytes};
-  mask.copy_from(std::span<const std::byte>{sweep.best.mask}, stream);
-  bitval.copy_from(std::span<const std::byte>{sweep.best.bitval}, stream);
-  const ibp::codebook_ref cb{mask.data(), bitval.data(), d.row_bytes, d.chunk_bytes};
+  const ibp::device_codebook on_gpu{sweep.best, stream};
+  const ibp::codebook_ref cb = on_gpu.ref();
   ibp::device_set set;
   const double compress_ms =
       host_ms([&] { set = ibp::compress_condensed(rows.data(), d.n, cb, stream); });

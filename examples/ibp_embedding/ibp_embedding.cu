@@ -127,21 +127,19 @@ int main(int argc, char** argv) try {
   // Preprocess and compress once, on the GPU, straight from host memory.
   core::stream stream;
   const std::uint32_t chunk = l % 4 == 0 ? 4 : 1;
-  core::device_buffer<std::byte> mask{l}, bitval{l};
   ibp::codebook host_cb;
+  ibp::device_codebook on_gpu;
   ibp::device_set compressed;
   ibp::compressed_set host_set;
   const double prep_ms = core::host_ms([&] {
     const auto counts = ibp::count_set_bits(t.bytes.device_data(), t.rows, l, stream);
     host_cb =
         ibp::sweep_threshold_on_gpu(t.bytes.device_data(), t.rows, counts, chunk, 16, stream).best;
-    mask.copy_from(std::span<const std::byte>{host_cb.mask}, stream);
-    bitval.copy_from(std::span<const std::byte>{host_cb.bitval}, stream);
-    compressed = ibp::compress_condensed(t.bytes.device_data(), t.rows,
-                                         {mask.data(), bitval.data(), l, chunk}, stream);
+    on_gpu = ibp::device_codebook{host_cb, stream};
+    compressed = ibp::compress_condensed(t.bytes.device_data(), t.rows, on_gpu.ref(), stream);
     host_set = ibp::to_host(compressed, l, stream);
   });
-  const ibp::codebook_ref cb{mask.data(), bitval.data(), l, chunk};
+  const ibp::codebook_ref cb = on_gpu.ref();
   const double saved = 1.0 - double(host_set.data.size()) / double(table_bytes);
   std::printf("preprocessed and compressed %.1f MB in %.0f ms: %.1f %% saved\n",
               double(table_bytes) / 1e6, prep_ms, 100.0 * saved);
@@ -173,8 +171,7 @@ int main(int argc, char** argv) try {
   ibp_cache.insert(host_set, host_cb, ids.by_heat());
   std::printf("cache budget %.1f MB (%.0f %% of the table): %zu raw rows, %zu compressed rows\n",
               double(budget) / 1e6, cache_percent, raw_cache.rows(), ibp_cache.rows());
-  core::device_buffer<std::byte> none_mask{l};
-  none_mask.fill_bytes(0, stream);
+  const ibp::device_codebook none_on_gpu{none, stream};
 
   // The batches, drawn once.
   std::mt19937_64 rng{9};
@@ -214,7 +211,7 @@ int main(int argc, char** argv) try {
       r.rows = t.rows;
       r.indices = idx;
       r.count = batch;
-      r.codebook = {none_mask.data(), none_mask.data(), l, chunk};
+      r.codebook = none_on_gpu.ref();
       r.status_out = st.data();
       ibp::gather_args<std::int64_t> c = r;  // compressed rows through the ibp cache
       c.dst = out[2].data();

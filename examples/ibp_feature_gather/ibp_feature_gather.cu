@@ -78,10 +78,8 @@ int main(int argc, char** argv) try {
   prep.start();
   const auto counts = ibp::count_set_bits(table.device_data(), nodes, row_bytes, stream);
   const auto sweep = ibp::sweep_threshold_on_gpu(table.device_data(), nodes, counts, 4, 16, stream);
-  core::device_buffer<std::byte> mask{row_bytes}, bitval{row_bytes};
-  mask.copy_from(std::span<const std::byte>{sweep.best.mask}, stream);
-  bitval.copy_from(std::span<const std::byte>{sweep.best.bitval}, stream);
-  const ibp::codebook_ref cb{mask.data(), bitval.data(), row_bytes, 4};
+  const ibp::device_codebook on_gpu{sweep.best, stream};
+  const ibp::codebook_ref cb = on_gpu.ref();
   const ibp::device_set compressed =
       ibp::compress_condensed(table.device_data(), nodes, cb, stream);
   prep.stop();

@@ -5,6 +5,7 @@
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/ibp/cluster.hpp>
+#include <squeeze/ibp/compress.cuh>
 #include <squeeze/ibp/dataset.hpp>
 #include <squeeze/ibp/gather.cuh>
 
@@ -43,21 +44,6 @@ inline ibp::codebook best_codebook(const std::vector<std::byte>& data, std::size
   const auto l = static_cast<std::uint32_t>(row_bytes);
   return ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, l), chunk, 4).best;
 }
-
-struct device_codebook {
-  core::device_buffer<std::byte> mask;
-  core::device_buffer<std::byte> bitval;
-  ibp::codebook_ref ref;
-
-  explicit device_codebook(const ibp::codebook& cb)
-      : mask{cb.tensor_bytes}, bitval{cb.tensor_bytes} {
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpy(mask.data(), cb.mask.data(), cb.tensor_bytes, cudaMemcpyHostToDevice));
-    SQUEEZE_CUDA_TRY(
-        cudaMemcpy(bitval.data(), cb.bitval.data(), cb.tensor_bytes, cudaMemcpyHostToDevice));
-    ref = {mask.data(), bitval.data(), cb.tensor_bytes, cb.chunk_bytes};
-  }
-};
 
 // A clustered codebook in device memory; ids may be replaced (tampered) before upload.
 struct device_clusters {

@@ -81,10 +81,8 @@ TEST_P(IbpCompressTest, IdenticalToTheHostReference) {
   EXPECT_EQ(gpu_sweep.best.mask, host_sweep.best.mask);
   EXPECT_EQ(gpu_sweep.best.bitval, host_sweep.best.bitval);
   const ibp::codebook& cb = host_sweep.best;
-  core::device_buffer<std::byte> mask{l}, bitval{l};
-  mask.copy_from(std::span<const std::byte>{cb.mask}, stream);
-  bitval.copy_from(std::span<const std::byte>{cb.bitval}, stream);
-  const ibp::codebook_ref dcb{mask.data(), bitval.data(), l, chunk};
+  const ibp::device_codebook on_gpu{cb, stream};
+  const ibp::codebook_ref dcb = on_gpu.ref();
 
   // Stored sizes and their total.
   core::device_buffer<std::uint64_t> sizes{rows};

@@ -29,7 +29,7 @@ using squeeze::test::source_kind;
 // external linkage.
 namespace ibp_decode_test {
 
-using squeeze::test::device_codebook;
+using squeeze::ibp::device_codebook;
 using squeeze::test::mixed_rows;
 
 struct gathered {
@@ -53,7 +53,7 @@ gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp:
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(d_status.data(), 0, sizeof(status)));
   core::stream stream;
-  auto a = placed.args<std::int64_t>(dcb.ref);
+  auto a = placed.args<std::int64_t>(dcb.ref());
   a.dst = dst.data();
   a.dst_stride = dst_stride;
   a.indices = d_idx.data();
@@ -345,7 +345,7 @@ TEST(IbpDecoder, OneCallDecodeInAUserKernel) {
       cudaMemcpy(offsets.data(), set.offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
-  decode_each_row<<<64, 32>>>(stored.data(), offsets.data(), rows, set.data.size(), dcb.ref,
+  decode_each_row<<<64, 32>>>(stored.data(), offsets.data(), rows, set.data.size(), dcb.ref(),
                               out.data(), st.data());
   SQUEEZE_CHECK_LAUNCH();
   std::vector<std::byte> back(data.size());

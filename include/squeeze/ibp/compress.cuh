@@ -417,6 +417,34 @@ inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
       });
 }
 
+/// A codebook's Mask and Bitval copied to device memory; ref() is what kernels take.
+class device_codebook {
+ public:
+  device_codebook() = default;
+  /// Copies cb (validated) on `stream`; the copy is ordered before work on that stream.
+  explicit device_codebook(const codebook& cb, cudaStream_t stream = nullptr)
+      : mask_{validated(cb).tensor_bytes},
+        bitval_{cb.tensor_bytes},
+        tensor_bytes_{cb.tensor_bytes},
+        chunk_bytes_{cb.chunk_bytes} {
+    mask_.copy_from(std::span<const std::byte>{cb.mask}, stream);
+    bitval_.copy_from(std::span<const std::byte>{cb.bitval}, stream);
+  }
+  [[nodiscard]] codebook_ref ref() const noexcept {
+    return {mask_.data(), bitval_.data(), tensor_bytes_, chunk_bytes_};
+  }
+
+ private:
+  static const codebook& validated(const codebook& cb) {
+    validate(cb);  // before anything is allocated
+    return cb;
+  }
+  core::device_buffer<std::byte> mask_;
+  core::device_buffer<std::byte> bitval_;
+  std::uint32_t tensor_bytes_ = 0;
+  std::uint32_t chunk_bytes_ = 4;
+};
+
 /// A condensed set in device memory (data and offsets), as ibp::gather_rows reads it.
 struct device_set {
   core::device_buffer<std::byte> data;         ///< data_bytes used, padded to whole words
