@@ -126,6 +126,24 @@ TEST(CoreGpu, DeviceQueryDescribesTheGpu) {
       << text;
 }
 
+TEST(CoreGpu, DeviceScopeRestoresTheCurrentDevice) {
+  SQUEEZE_REQUIRE_GPU();
+  int count = 0, before = -1, inside = -1, after = -1;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  const int other = count > 1 ? (before + 1) % count : before;
+  {
+    squeeze::core::device_scope on{other};
+    ASSERT_EQ(cudaGetDevice(&inside), cudaSuccess);
+  }
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(inside, other);
+  EXPECT_EQ(after, before);
+  EXPECT_THROW(squeeze::core::device_scope{count}, squeeze::cuda_error);
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(after, before);
+}
+
 TEST(CoreGpu, BuffersRoundTripAndAreStreamOrdered) {
   SQUEEZE_REQUIRE_GPU();
   core::stream s;

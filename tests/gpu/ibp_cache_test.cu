@@ -54,7 +54,7 @@ struct result {
 result gather_through(const ibp::compressed_set& set, const ibp::codebook& cb,
                       const ibp::cache_ref& cache, const std::vector<std::int64_t>& indices,
                       std::size_t dst_stride, const ibp::cluster_ref& clusters = {}) {
-  const squeeze::test::device_codebook dcb{cb};
+  const ibp::device_codebook dcb{cb};
   const squeeze::test::placed_set placed{source_kind::mapped_host, set};
   core::device_buffer<std::int64_t> idx{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride};
@@ -64,7 +64,7 @@ result gather_through(const ibp::compressed_set& set, const ibp::codebook& cb,
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
   SQUEEZE_CUDA_TRY(cudaMemset(hits.data(), 0, sizeof(unsigned long long)));
-  auto a = placed.args<std::int64_t>(dcb.ref);
+  auto a = placed.args<std::int64_t>(dcb.ref());
   a.clusters = clusters;
   a.dst = dst.data();
   a.dst_stride = dst_stride;
@@ -211,6 +211,11 @@ TEST(IbpCache, ClusteredSet) {
   ibp::compressed_cache cache{40'000};
   std::vector<std::uint64_t> hot(rows / 2);
   std::iota(hot.begin(), hot.end(), rows / 4);
+  auto fewer = clusters;  // ids for fewer rows than the set holds
+  fewer.rows = rows / 2;
+  fewer.ids.resize(ibp::cluster_id_words(fewer.rows, fewer.id_bits));
+  EXPECT_THROW(cache.insert(set, fewer, hot), squeeze::invalid_argument);
+  EXPECT_EQ(cache.contains(hot.front()), false);
   ASSERT_GT(cache.insert(set, clusters, hot), 0u);
   std::vector<std::int64_t> indices(4000);
   std::mt19937_64 rng{12};
@@ -248,4 +253,12 @@ TEST(IbpCache, BadArgumentsThrow) {
   auto broken = set;
   broken.offsets[5] = broken.offsets[6] + 1;  // not monotone
   EXPECT_THROW(cache.insert(broken, cb, std::vector<std::uint64_t>{5}), squeeze::format_error);
+  auto short_mask = set;  // the raw-row bitmask one word short
+  short_mask.raw.pop_back();
+  EXPECT_THROW(cache.insert(short_mask, cb, std::vector<std::uint64_t>{1}), squeeze::format_error);
+  auto swollen = set;  // row 5 stored as more bytes than a raw row
+  swollen.offsets[5] = swollen.offsets[6] - row_bytes - 1;
+  EXPECT_THROW(cache.insert(swollen, cb, std::vector<std::uint64_t>{5}), squeeze::format_error);
+  EXPECT_EQ(cache.contains(1), false);
+  EXPECT_EQ(cache.contains(5), false);
 }

@@ -92,4 +92,19 @@ inline std::string describe(const device_info& d) {
   return d.name + numbers;
 }
 
+/// Makes `device` the current device for its lifetime, then restores the one before.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    SQUEEZE_CUDA_TRY(cudaGetDevice(&saved_));
+    if (device != saved_) SQUEEZE_CUDA_TRY(cudaSetDevice(device));
+  }
+  ~device_scope() { static_cast<void>(cudaSetDevice(saved_)); }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 }  // namespace squeeze::core

@@ -29,6 +29,7 @@
 
 #include <cuda_runtime.h>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -40,6 +41,7 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/format.hpp"
@@ -140,7 +142,7 @@ SQUEEZE_DEVICE row_location locate(const cache_request<Index>& req, std::size_t 
   row_location s = identify_row(req.set, idx, r);
   if (s.st != status::ok) return s;
   cache_handle h;
-  if (!cache_find(req.cache, r, h)) return locate_row(req.set, idx);
+  if (!cache_find(req.cache, r, h)) return place_row(req.set, r, s);
   if (req.hits != nullptr && core::arch::lane_id() == 0) atomicAdd(req.hits, 1ULL);
   const std::uint32_t slab = h.slab();
   const std::uint32_t l = s.codebook.tensor_bytes;
@@ -161,21 +163,6 @@ SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, 5)
 void cache_gather_kernel(cache_request<Index> req) {
   gather_loop<Policy, Streaming>(req, req.set);
 }
-
-/// Makes `device` current for its lifetime.
-class device_scope {
- public:
-  explicit device_scope(int device) {
-    SQUEEZE_CUDA_TRY(cudaGetDevice(&saved_));
-    if (device != saved_) SQUEEZE_CUDA_TRY(cudaSetDevice(device));
-  }
-  ~device_scope() { static_cast<void>(cudaSetDevice(saved_)); }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
- private:
-  int saved_ = 0;
-};
 
 }  // namespace detail
 
@@ -223,7 +210,7 @@ class compressed_cache {
                     "ibp::compressed_cache: slab_bytes must be 1 B to 1 TiB");
     SQUEEZE_CUDA_TRY(cudaGetDevice(&home_));
     for (const int d : devices) {
-      detail::device_scope on{d};
+      core::device_scope on{d};
       slabs_.emplace_back(slab_bytes);
     }
     used_.assign(devices.size(), 0);
@@ -238,12 +225,21 @@ class compressed_cache {
     return insert_rows(set, ids, [&](std::uint64_t) { return cb.ref(); });
   }
 
-  /// Caches rows of a clustered set (any type with `book(cluster_of(r))` per row, such as
-  /// ibp::cluster_set), as insert above.
+  /// Caches rows of a clustered set (ibp::cluster_set, or a type like it with rows,
+  /// book(cluster_of(r)) and a validate() found by lookup), as insert above.
   template <class Clusters>
-  requires requires(const Clusters& c) { c.book(c.cluster_of(std::uint64_t{0})); }
+  requires requires(const Clusters& c) {
+    c.book(c.cluster_of(std::uint64_t{0}));
+    validate(c);
+    { c.rows } -> std::convertible_to<std::uint64_t>;
+  }
   std::size_t insert(const compressed_set& set, const Clusters& clusters,
                      std::span<const std::uint64_t> ids) {
+    validate(clusters);  // ids below k, books well formed
+    SQUEEZE_EXPECTS(clusters.rows == set.rows,
+                    "ibp::compressed_cache::insert: the clusters describe " +
+                        std::to_string(clusters.rows) + " rows, the set holds " +
+                        std::to_string(set.rows));
     return insert_rows(set, ids,
                        [&](std::uint64_t r) { return clusters.book(clusters.cluster_of(r)); });
   }
@@ -295,42 +291,34 @@ class compressed_cache {
   }
 
  private:
-  /// The stored bytes of row r of a host set: from its offsets (condensed), or its slot
-  /// and participation bits (in place). Throws format_error on a malformed row.
+  /// The stored bytes of row r of a host set whose shape was checked: its offset range
+  /// (condensed), or the prefix of its slot its participation bits describe (in place).
+  /// Throws format_error on a malformed row.
   static std::span<const std::byte> stored_of(const compressed_set& set, std::uint64_t r,
                                               const codebook_ref& cb) {
     const std::uint32_t l = cb.tensor_bytes;
-    if (set.kind == layout::condensed) {
-      const std::uint64_t begin = set.offsets.at(r);
-      const std::uint64_t end = set.offsets.at(r + 1);
-      if (begin > end || end > set.data.size() || end - begin > l || end == begin ||
-          set.is_raw(r) != (end - begin == l)) {
-        throw format_error{"ibp::compressed_cache: row " + std::to_string(r) + " has offsets [" +
-                           std::to_string(begin) + ", " + std::to_string(end) +
-                           "), which do not describe a stored row of a " + std::to_string(l) +
-                           "-byte tensor in " + std::to_string(set.data.size()) + " bytes"};
+    std::span<const std::byte> row = detail::stored_row(set, l, r);
+    if (set.kind == layout::in_place && !set.is_raw(r)) {
+      const std::uint64_t bytes = (stream_bits(row.data(), cb) + 7) / 8;
+      if (bytes >= l) {
+        throw format_error{"ibp::compressed_cache: in-place row " + std::to_string(r) +
+                           " describes a stream of " + std::to_string(bytes) +
+                           " bytes, which does not fit its " + std::to_string(l) + "-byte slot"};
       }
-      return {set.data.data() + begin, end - begin};
+      row = row.first(bytes);
     }
-    SQUEEZE_EXPECTS(set.data.size() / l >= set.rows,
-                    "ibp::compressed_cache: the in-place set holds fewer than rows x tensor_bytes "
-                    "bytes");
-    const std::byte* slot = set.data.data() + r * l;
-    if (set.is_raw(r)) return {slot, l};
-    const std::uint64_t bytes = (stream_bits(slot, cb) + 7) / 8;
-    if (bytes >= l) {
-      throw format_error{"ibp::compressed_cache: in-place row " + std::to_string(r) +
-                         " describes a stream of " + std::to_string(bytes) +
-                         " bytes, which does not fit its " + std::to_string(l) + "-byte slot"};
+    if (row.empty() || row.size() > l || set.is_raw(r) != (row.size() == l)) {
+      throw format_error{"ibp::compressed_cache: row " + std::to_string(r) + " stores " +
+                         std::to_string(row.size()) + " bytes, which is not a " +
+                         (set.is_raw(r) ? "raw" : "compressed") + " row of a " +
+                         std::to_string(l) + "-byte tensor"};
     }
-    return {slot, bytes};
+    return row;
   }
 
   template <class CodebookOf>
   std::size_t insert_rows(const compressed_set& set, std::span<const std::uint64_t> ids,
                           CodebookOf&& codebook_of) {
-    SQUEEZE_EXPECTS(set.raw.size() == (set.rows + 31) / 32,
-                    "ibp::compressed_cache::insert: the set's raw-row bitmask has the wrong size");
     // Every row is checked before the cache changes: a bad one throws and adds nothing.
     std::vector<std::span<const std::byte>> stored(ids.size());
     std::vector<bool> compressed(ids.size());
@@ -340,6 +328,7 @@ class compressed_cache {
                                         " is outside the set's " + std::to_string(set.rows) +
                                         " rows");
       const codebook_ref cb = codebook_of(r);
+      if (i == 0) detail::check_set_shape(set, cb.tensor_bytes);  // every book has one length
       SQUEEZE_EXPECTS(cb.tensor_bytes <= cache_handle::max_stored,
                       "ibp::compressed_cache: rows must be shorter than 1 MiB");
       stored[i] = stored_of(set, r, cb);
@@ -398,7 +387,7 @@ class compressed_cache {
   }
 
   void upload() {
-    detail::device_scope on{home_};
+    core::device_scope on{home_};
     if (keys_d_.size() != keys_.size()) {
       keys_d_ = core::device_buffer<std::uint64_t>{keys_.size()};
       handles_d_ = core::device_buffer<std::uint64_t>{handles_.size()};

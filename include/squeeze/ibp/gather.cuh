@@ -114,12 +114,10 @@ SQUEEZE_DEVICE row_location identify_row(const gather_args<Index>& a, Index idx,
   return s;
 }
 
-/// Row `idx` of the set `a` describes.
+/// Where row r, identified as `s` by identify_row, lies in the set `a` describes.
 template <class Index>
-SQUEEZE_DEVICE row_location locate_row(const gather_args<Index>& a, Index idx) {
-  std::uint64_t r = 0;
-  row_location s = identify_row(a, idx, r);
-  if (s.st != status::ok) return s;
+SQUEEZE_DEVICE row_location place_row(const gather_args<Index>& a, std::uint64_t r,
+                                      row_location s) {
   s.readable = xfer::readable_range::of(a.data, a.data_bytes);
   const std::uint32_t l = s.codebook.tensor_bytes;
   if (a.kind == layout::in_place) {
@@ -142,7 +140,9 @@ SQUEEZE_DEVICE row_location locate_row(const gather_args<Index>& a, Index idx) {
 /// Row indices[i] of a plain gather.
 template <class Index>
 SQUEEZE_DEVICE row_location locate(const gather_args<Index>& a, std::size_t i) {
-  return locate_row(a, a.indices[i]);
+  std::uint64_t r = 0;
+  const row_location s = identify_row(a, a.indices[i], r);
+  return s.st == status::ok ? place_row(a, r, s) : s;
 }
 
 /// Starts loading row `loc` into `dec` (nothing when it cannot be read).
@@ -225,33 +225,32 @@ codebook_ref row_codebook(const gather_args<Index>& a) {
 /// squeeze::invalid_argument naming the bad field. `who` names the caller.
 template <class Index>
 void validate_set(const gather_args<Index>& a, const char* who) {
-  const std::string w = who;
   if (a.clusters.clusters != 0) {
     const cluster_ref& c = a.clusters;
     SQUEEZE_EXPECTS(c.masks != nullptr && c.bitvals != nullptr,
-                    w + ": the clusters' masks or bitvals are null");
+                    std::string{who} + ": the clusters' masks or bitvals are null");
     SQUEEZE_EXPECTS(c.id_bits <= 32 && (c.id_bits == 0 || c.ids != nullptr),
-                    w + ": cluster ids are null or wider than 32 bits");
+                    std::string{who} + ": cluster ids are null or wider than 32 bits");
     SQUEEZE_EXPECTS(
         c.clusters == 1 || (c.id_bits > 0 && (std::uint64_t{1} << c.id_bits) >= c.clusters),
-        w + ": id_bits cannot name every cluster");
+        std::string{who} + ": id_bits cannot name every cluster");
   } else {
     SQUEEZE_EXPECTS(a.codebook.mask != nullptr && a.codebook.bitval != nullptr,
-                    w + ": the codebook's mask or bitval is null");
+                    std::string{who} + ": the codebook's mask or bitval is null");
   }
   const codebook_ref cb = row_codebook(a);
-  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes), w + ": chunk_bytes must be 1, 2, 4 or 8");
-  SQUEEZE_EXPECTS(cb.tensor_bytes > 0, w + ": tensor_bytes must be positive");
-  SQUEEZE_EXPECTS(a.data != nullptr || a.data_bytes == 0, w + ": data is null");
+  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes), std::string{who} + ": chunk_bytes must be 1, 2, 4 or 8");
+  SQUEEZE_EXPECTS(cb.tensor_bytes > 0, std::string{who} + ": tensor_bytes must be positive");
+  SQUEEZE_EXPECTS(a.data != nullptr || a.data_bytes == 0, std::string{who} + ": data is null");
   if (a.kind == layout::in_place) {
-    SQUEEZE_EXPECTS(a.raw != nullptr || a.rows == 0, w + ": an in-place set needs its raw bitmask");
+    SQUEEZE_EXPECTS(a.raw != nullptr || a.rows == 0, std::string{who} + ": an in-place set needs its raw bitmask");
     SQUEEZE_EXPECTS(a.data_bytes / cb.tensor_bytes >= a.rows,
-                    w + ": an in-place set of " + std::to_string(a.rows) + " rows of " +
+                    std::string{who} + ": an in-place set of " + std::to_string(a.rows) + " rows of " +
                         std::to_string(cb.tensor_bytes) + " B needs " +
                         std::to_string(a.rows * cb.tensor_bytes) + " data bytes, has " +
                         std::to_string(a.data_bytes));
   } else {
-    SQUEEZE_EXPECTS(a.offsets != nullptr, w + ": offsets is null");
+    SQUEEZE_EXPECTS(a.offsets != nullptr, std::string{who} + ": offsets is null");
   }
 }
 
