@@ -4,6 +4,7 @@
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/report.cuh"
+#include "squeeze/frsz2.cuh"
 #include "squeeze/ibp.cuh"
 #include "squeeze/io.hpp"
 #include "squeeze/xfer.cuh"

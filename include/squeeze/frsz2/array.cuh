@@ -1,0 +1,148 @@
+// squeeze/frsz2/array.cuh: an owning device array of n values in any storage (float64,
+// float32, float16, bfloat16, FRSZ2), written in bulk from fp64/fp32 values on a stream and
+// read in kernels through frsz2::accessor.
+//
+//   frsz2::array<frsz2::format<21>> basis{n};
+//   basis.store(0, x, n, stream);                 // compress x[0..n) (device pointer)
+//   accessor<frsz2::format<21>> acc;               // in a kernel: acc.access(h, i)
+//   auto h = basis.handle();
+//
+// Writes cover whole blocks: store(first, ...) needs `first` on a block boundary
+// (storage_traits<S>::block_size), and a range ending inside a block rewrites that block's
+// remaining values as +0 (so a vector of n values is stored with one store of n values).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/frsz2/accessor.hpp"
+#include "squeeze/frsz2/compress.cuh"
+#include "squeeze/frsz2/format.hpp"
+
+namespace squeeze::frsz2 {
+
+namespace detail {
+
+template <class To, class From>
+SQUEEZE_KERNEL(256)
+void convert_kernel(To* dst, const From* src, std::size_t n) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += stride) {
+    dst[i] = convert<To>(src[i]);
+  }
+}
+
+template <class To, class From>
+void launch_convert(To* dst, const From* src, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const auto blocks =
+      static_cast<unsigned>(std::min<std::size_t>(core::div_ceil<std::size_t>(n, 256), 65535 * 4));
+  convert_kernel<To, From><<<blocks, 256, 0, stream>>>(dst, src, n);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace detail
+
+/// n values of storage S in device memory (stream-ordered allocation when given a stream).
+template <storage S>
+class array {
+ public:
+  static constexpr int block_size = storage_traits<S>::block_size;
+
+  array() = default;
+  explicit array(std::size_t n, cudaStream_t stream = nullptr) : size_{n} {
+    if constexpr (format_like<S>) {
+      payload_ = core::device_buffer<std::uint32_t>{S::payload_words(n), stream};
+      exponents_ = core::device_buffer<std::uint16_t>{S::blocks(n), stream};
+    } else {
+      values_ = core::device_buffer<S>{n, stream};
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Bytes the values occupy in device memory.
+  [[nodiscard]] std::size_t bytes() const noexcept {
+    if constexpr (format_like<S>)
+      return payload_.bytes() + exponents_.bytes();
+    else
+      return values_.bytes();
+  }
+
+  /// What kernels pass to accessor<S, T>::access.
+  [[nodiscard]] auto handle() const noexcept {
+    if constexpr (format_like<S>)
+      return compressed_handle<S>{payload_.data(), exponents_.data(), 0};
+    else
+      return values_.data();
+  }
+  /// The device view of the compressed vector (FRSZ2 only): compress and warp decode take it.
+  [[nodiscard]] auto ref() const noexcept requires format_like<S> {
+    return compressed_ref<S>{payload_.data(), exponents_.data(), size_};
+  }
+
+  /// Stores src[0..count) (device memory, fp64 or fp32) as values [first, first + count),
+  /// ordered on `stream`. `first` must start a block; see the file comment for the tail.
+  template <class Float>
+  requires(std::is_same_v<Float, double> ||
+           std::is_same_v<Float, float>) void store(std::size_t first, const Float* src,
+                                                    std::size_t count, cudaStream_t stream,
+                                                    rounding mode = rounding::nearest) {
+    SQUEEZE_EXPECTS(first <= size_ && count <= size_ - first,
+                    "frsz2::array::store: values [" + std::to_string(first) + ", " +
+                        std::to_string(first + count) + ") are outside the array's " +
+                        std::to_string(size_));
+    SQUEEZE_EXPECTS(first % block_size == 0,
+                    "frsz2::array::store: first = " + std::to_string(first) +
+                        " is not on a block boundary (block size " + std::to_string(block_size) +
+                        ")");
+    SQUEEZE_EXPECTS(src != nullptr || count == 0, "frsz2::array::store: src is null");
+    if (count == 0) return;
+    if constexpr (format_like<S>) {
+      static_assert(std::is_same_v<Float, typename S::float_type>,
+                    "frsz2::array::store: an FRSZ2 array stores values of its format's Float");
+      const std::size_t b = first / block_size;
+      compress<S>(
+          src, count,
+          compressed_ref<S>{payload_.data() + b * S::words_per_block, exponents_.data() + b, count},
+          stream, mode);
+    } else {
+      static_cast<void>(mode);
+      detail::launch_convert(values_.data() + first, src, count, stream);
+    }
+  }
+
+  /// Writes values [first, first + count) to dst (device memory) as Float, on `stream`.
+  template <class Float>
+  requires(std::is_same_v<Float, double> ||
+           std::is_same_v<Float, float>) void load(std::size_t first, Float* dst, std::size_t count,
+                                                   cudaStream_t stream) const {
+    SQUEEZE_EXPECTS(first <= size_ && count <= size_ - first,
+                    "frsz2::array::load: values [" + std::to_string(first) + ", " +
+                        std::to_string(first + count) + ") are outside the array's " +
+                        std::to_string(size_));
+    SQUEEZE_EXPECTS(dst != nullptr || count == 0, "frsz2::array::load: dst is null");
+    if (count == 0) return;
+    if constexpr (format_like<S>) {
+      decompress<S>(ref(), first, dst, count, stream);
+    } else {
+      detail::launch_convert(dst, values_.data() + first, count, stream);
+    }
+  }
+
+ private:
+  std::size_t size_ = 0;
+  core::device_buffer<std::conditional_t<format_like<S>, std::byte, S>> values_;  // plain
+  core::device_buffer<std::uint32_t> payload_;                                    // FRSZ2
+  core::device_buffer<std::uint16_t> exponents_;
+};
+
+}  // namespace squeeze::frsz2

@@ -1,0 +1,321 @@
+// squeeze/frsz2/compress.cuh: warp-level FRSZ2 block compression and streaming decode, and
+// the bulk launchers built on them.
+//
+// A warp works on tiles of max(32, BS) values: 32 / BS whole blocks when BS <= 32 (lane j
+// holds value j), or one block of BS values (lane j holds values j, j + 32, ...). The block
+// maximum exponent comes from xor shuffles inside each block's lanes, the nonfinite flag
+// and the rounding carry from ballots; codes are ORed into the tile's words in shared
+// memory and the words leave in one coalesced store. Output is bit-identical to the host
+// reference encoder (format.hpp), which the GPU tests check.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/frsz2/accessor.hpp"
+#include "squeeze/frsz2/format.hpp"
+
+namespace squeeze::frsz2 {
+
+/// A compressed vector in device memory: the view compress() writes and warp_decode reads.
+template <format_like F>
+struct compressed_ref {
+  std::uint32_t* payload = nullptr;    ///< [blocks(size), words_per_block]
+  std::uint16_t* exponents = nullptr;  ///< [blocks(size)]
+  std::size_t size = 0;                ///< values
+  /// The accessor's handle of value 0.
+  [[nodiscard]] SQUEEZE_HOST_DEVICE compressed_handle<F> handle() const noexcept {
+    return {payload, exponents, 0};
+  }
+};
+
+/// Values per warp tile and the tile's payload words.
+template <format_like F>
+inline constexpr int tile_values = F::block_size > 32 ? F::block_size : 32;
+template <format_like F>
+inline constexpr int tile_words = (tile_values<F> / F::block_size) * F::words_per_block;
+
+/// Warp-level compression of one tile at a time. TempStorage holds the tile's words (it
+/// is unused, and may be empty, on the shuffle path: BS = 32 with codes of at most 32 bits).
+template <format_like F>
+class warp_compressor {
+ public:
+  using T = typename F::float_type;
+  using B = typename F::bits_type;
+  static constexpr int per_lane = tile_values<F> / 32;  ///< values each lane holds
+  /// Whole words assembled from the lanes' codes by shuffles (lane j builds word j).
+  static constexpr bool by_shuffles = F::block_size == 32 && F::bits <= 32;
+
+  struct TempStorage {
+    std::uint32_t words[by_shuffles ? 1 : tile_words<F>];
+  };
+  static_assert(sizeof(TempStorage) <= 8192, "frsz2::warp_compressor: tile too large");
+
+  SQUEEZE_DEVICE explicit warp_compressor(TempStorage& ts) : ts_{ts} {}
+
+  /// This lane's values of tile `tile` of x[0..n) (+0 past n).
+  SQUEEZE_DEVICE static void load_tile(const T* x, std::size_t n, std::size_t tile,
+                                       T (&v)[per_lane]) {
+    const std::size_t first = tile * tile_values<F> + threadIdx.x % 32;
+#pragma unroll
+    for (int t = 0; t < per_lane; ++t) {
+      const std::size_t i = first + 32u * t;
+      v[t] = i < n ? x[i] : T{0};
+    }
+  }
+
+  /// Compresses tile `tile` of the vector x[0..out.size) into `out`. Every lane of the warp
+  /// calls it with the same tile.
+  SQUEEZE_DEVICE void compress_tile(const T* x, std::size_t tile, compressed_ref<F> out,
+                                    rounding mode) {
+    T v[per_lane];
+    load_tile(x, out.size, tile, v);
+    compress_tile(v, tile, out, mode);
+  }
+
+  /// Compresses a tile whose values the lanes hold (from load_tile).
+  SQUEEZE_DEVICE void compress_tile(const T (&v)[per_lane], std::size_t tile, compressed_ref<F> out,
+                                    rounding mode) {
+    const unsigned lane = threadIdx.x % 32;
+    std::uint32_t emax = 0;
+    bool nonfinite = false;
+#pragma unroll
+    for (int t = 0; t < per_lane; ++t) {
+      const std::uint32_t e = value_exponent(v[t]);
+      nonfinite = nonfinite || e == F::exponent_all_ones;
+      if (e != F::exponent_all_ones) emax = e > emax ? e : emax;
+    }
+    // Reduce over the lanes of one block: all 32 (BS >= 32) or groups of BS.
+    constexpr int group = F::block_size < 32 ? F::block_size : 32;
+    if constexpr (group == 32) {
+      emax = __reduce_max_sync(full_warp_mask, emax);
+    } else {
+#pragma unroll
+      for (int d = 1; d < group; d *= 2) {
+        const std::uint32_t other = __shfl_xor_sync(full_warp_mask, emax, d);
+        emax = other > emax ? other : emax;
+      }
+    }
+    const unsigned group_mask =
+        group == 32 ? full_warp_mask : (((1u << group) - 1u) << (lane / group * group));
+    const bool block_nonfinite = (__ballot_sync(full_warp_mask, nonfinite) & group_mask) != 0;
+    bool carry = false;
+    if (mode == rounding::nearest) {
+#pragma unroll
+      for (int t = 0; t < per_lane; ++t) {
+        carry = carry || (!block_nonfinite && value_exponent(v[t]) != F::exponent_all_ones &&
+                          quantize<F>(v[t], emax, mode) > F::q_max);
+      }
+    }
+    const bool block_carries = (__ballot_sync(full_warp_mask, carry) & group_mask) != 0;
+    const std::uint16_t w = exponent_word<F>(emax, block_nonfinite, block_carries);
+
+    const std::size_t first_block = tile * (tile_values<F> / F::block_size);
+    const std::size_t blocks_left = F::blocks(out.size) - first_block;
+    std::uint32_t* dst = out.payload + first_block * F::words_per_block;
+    if constexpr (by_shuffles) {
+      // Word j holds bits [32j, 32j + 32) of the block: the codes of values
+      // floor(32j / l) ... floor((32j + 31) / l), taken from their lanes.
+      const auto code = static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode));
+      constexpr int touching = 32 % F::bits == 0 ? 32 / F::bits : 31 / F::bits + 2;
+      const unsigned v0 = 32u * lane / F::bits;
+      std::uint32_t word = 0;
+#pragma unroll
+      for (int r = 0; r < touching; ++r) {
+        const unsigned value = v0 + r;
+        const std::uint32_t c = __shfl_sync(full_warp_mask, code, static_cast<int>(value & 31));
+        const int offset = static_cast<int>(value * F::bits) - static_cast<int>(32 * lane);
+        if (value < 32 && offset < 32) word |= offset >= 0 ? c << offset : c >> -offset;
+      }
+      if (lane < static_cast<unsigned>(F::words_per_block)) dst[lane] = word;
+      if (lane == 0) out.exponents[first_block] = w;
+    } else {
+      for (int i = static_cast<int>(lane); i < tile_words<F>; i += 32) ts_.words[i] = 0;
+      __syncwarp();
+#pragma unroll
+      for (int t = 0; t < per_lane; ++t) {
+        const unsigned value = lane + 32u * t;  // within the tile
+        const unsigned block = value / F::block_size, k = value % F::block_size;
+        B code = encode_in_block<F>(v[t], w, mode);
+        // Or the code into bit k * l of its block, in 32-bit pieces (at most three).
+        const std::uint32_t bit = block * (F::words_per_block * 32u) + k * F::bits;
+        std::uint32_t word = bit / 32, shift = bit % 32;
+        for (int done = 0;; ++word) {
+          atomicOr(&ts_.words[word], static_cast<std::uint32_t>(code << shift));
+          const int taken = 32 - static_cast<int>(shift);
+          if (taken >= F::bits - done) break;
+          done += taken;
+          code >>= taken;
+          shift = 0;
+        }
+      }
+      __syncwarp();
+      // Store the tile's words and exponents, stopping at the vector's last block.
+      const std::size_t words_left = blocks_left * F::words_per_block;
+      for (int i = static_cast<int>(lane); i < tile_words<F>; i += 32) {
+        if (static_cast<std::size_t>(i) < words_left) dst[i] = ts_.words[i];
+      }
+      if (lane % group == 0 && lane / group < blocks_left) {
+        out.exponents[first_block + lane / group] = w;
+      }
+      __syncwarp();  // ts_ is reused by the next tile
+    }
+  }
+
+ private:
+  TempStorage& ts_;
+};
+
+/// Tiles of a vector of n values.
+template <format_like F>
+SQUEEZE_HOST_DEVICE constexpr std::size_t tiles(std::size_t n) noexcept {
+  return (n + tile_values<F> - 1) / tile_values<F>;
+}
+
+/// The value of this lane in tile `tile` (< tiles<F>(v.size)) of the compressed vector
+/// `v`: value tile * 32 + lane (BS <= 32). For fp64 codes of at most 32 bits: codes of 8,
+/// 16 or 32 bits are loaded by their own lanes (one coalesced load); other lengths load
+/// the tile's words (lane j word j, one coalesced load) and take each code from two lanes
+/// by shuffles. With BS = 32 a tile is one whole block, so nothing is conditional and a
+/// loop of calls keeps all its loads in flight. Values past v.size read as +0 (the
+/// padding of the last block) without touching memory past the vector.
+template <format_like F>
+requires(F::block_size <= 32) SQUEEZE_DEVICE typename F::float_type
+    warp_decode(const compressed_ref<F>& v, std::size_t tile) {
+  const unsigned lane = threadIdx.x % 32;
+  if constexpr (std::is_same_v<typename F::float_type, double> && F::bits <= 32 &&
+                F::block_size == 32) {
+    const std::uint32_t* words = v.payload + tile * F::words_per_block;
+    const std::uint16_t w = v.exponents[tile];
+    std::uint32_t code;
+    if constexpr (F::bits == 32) {
+      code = words[lane];
+    } else if constexpr (F::bits == 16) {
+      code = reinterpret_cast<const std::uint16_t*>(words)[lane];
+    } else if constexpr (F::bits == 8) {
+      code = reinterpret_cast<const std::uint8_t*>(words)[lane];
+    } else {
+      // Lanes past the block's words reload its last word (same sector: no traffic).
+      const std::uint32_t mine = words[lane < F::words_per_block ? lane : F::words_per_block - 1];
+      const std::uint32_t bit = lane * F::bits;
+      const std::uint32_t lo = __shfl_sync(full_warp_mask, mine, static_cast<int>(bit >> 5));
+      const std::uint32_t hi =
+          __shfl_sync(full_warp_mask, mine, static_cast<int>(((bit >> 5) + 1) & 31));
+      code = core::funnel_shift_right(lo, hi, bit & 31) & core::low_mask<std::uint32_t>(F::bits);
+    }
+    return detail::decode_code<F>(code, w);
+  } else {
+    const std::size_t first_block = tile * (32 / F::block_size);
+    const std::size_t total = F::blocks(v.size);
+    const std::size_t blocks_left = first_block < total ? total - first_block : 0;
+    const unsigned block = lane / F::block_size;
+    if (block >= blocks_left) return typename F::float_type{0};
+    return detail::access_value<F>(v.handle(), tile * 32 + lane);
+  }
+}
+
+namespace detail {
+
+/// Tiles each warp loads before it encodes them (loads in flight: 4 x 8 B per lane).
+inline constexpr int compress_unroll = 4;
+
+template <format_like F, int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
+void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rounding mode) {
+  using compressor = warp_compressor<F>;
+  constexpr int warps = BlockThreads / 32;
+  __shared__ typename compressor::TempStorage storage[warps];
+  compressor c{storage[threadIdx.x / 32]};
+  const std::size_t n_tiles = tiles<F>(out.size);
+  const std::size_t stride = std::size_t{gridDim.x} * warps * compress_unroll;
+  for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * compress_unroll;
+       t0 < n_tiles; t0 += stride) {
+    typename F::float_type v[compress_unroll][compressor::per_lane];
+#pragma unroll
+    for (int u = 0; u < compress_unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
+#pragma unroll
+    for (int u = 0; u < compress_unroll; ++u) {
+      if (t0 + u < n_tiles) c.compress_tile(v[u], t0 + u, out, mode);
+    }
+  }
+}
+
+template <format_like F, int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
+void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+                       std::size_t count) {
+  const std::size_t stride = std::size_t{gridDim.x} * BlockThreads;
+  if constexpr (F::block_size <= 32) {
+    if (first % 32 == 0) {  // whole tiles: the warp decoder
+      const std::size_t t0 = first / 32, n_tiles = (count + 31) / 32;
+      const std::size_t wstride = stride / 32;
+      for (std::size_t t = (blockIdx.x * std::size_t{BlockThreads} + threadIdx.x) / 32; t < n_tiles;
+           t += wstride) {
+        const auto value = warp_decode<F>(in, t0 + t);
+        const std::size_t i = t * 32 + threadIdx.x % 32;
+        if (i < count) out[i] = value;
+      }
+      return;
+    }
+  }
+  const accessor<F, typename F::float_type> acc;
+  const compressed_handle<F> h = in.handle();
+  for (std::size_t i = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x; i < count;
+       i += stride) {
+    out[i] = acc.access(h, first + i);
+  }
+}
+
+inline unsigned grid_for(std::size_t items, int per_block) {
+  int device = 0, sms = 0;
+  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t wanted = (items + per_block - 1) / per_block;
+  return static_cast<unsigned>(
+      std::max<std::size_t>(1, std::min<std::size_t>(wanted, std::size_t(sms) * 16)));
+}
+
+}  // namespace detail
+
+/// Compresses x[0..out.size) (device memory) into `out`, ordered on `stream`.
+template <format_like F>
+void compress(const typename F::float_type* x, std::size_t n, compressed_ref<F> out,
+              cudaStream_t stream, rounding mode = rounding::nearest) {
+  SQUEEZE_EXPECTS(out.size == n, "frsz2::compress: out describes " + std::to_string(out.size) +
+                                     " values, x has " + std::to_string(n));
+  if (n == 0) return;
+  SQUEEZE_EXPECTS(x != nullptr && out.payload != nullptr && out.exponents != nullptr,
+                  "frsz2::compress: null pointer");
+  constexpr int threads = 256;
+  detail::compress_kernel<F, threads>
+      <<<detail::grid_for(tiles<F>(n), threads / 32 * detail::compress_unroll), threads, 0,
+         stream>>>(x, out, mode);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+/// Decodes values [first, first + count) of `in` to out[0..count) (device memory).
+template <format_like F>
+void decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+                std::size_t count, cudaStream_t stream) {
+  SQUEEZE_EXPECTS(first <= in.size && count <= in.size - first,
+                  "frsz2::decompress: values [" + std::to_string(first) + ", " +
+                      std::to_string(first + count) + ") are outside the vector's " +
+                      std::to_string(in.size));
+  if (count == 0) return;
+  SQUEEZE_EXPECTS(out != nullptr && in.payload != nullptr && in.exponents != nullptr,
+                  "frsz2::decompress: null pointer");
+  constexpr int threads = 256;
+  detail::decompress_kernel<F, threads>
+      <<<detail::grid_for(count, threads), threads, 0, stream>>>(in, first, out, count);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace squeeze::frsz2
