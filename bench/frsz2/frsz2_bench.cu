@@ -30,66 +30,18 @@
 #include <vector>
 
 #include "common/report.hpp"
+#include "frsz2/frsz2_study.cuh"
 
 namespace frsz2 = squeeze::frsz2;
 namespace core = squeeze::core;
 
 namespace frsz2_bench {
 
-constexpr int threads = 256;
-constexpr int unroll = 8;  // tiles in flight per warp
-
-/// Reads this lane's value of tile t from plain storage.
-template <class S>
-struct plain_reader {
-  const S* p;
-  SQUEEZE_DEVICE double operator()(std::size_t t) const {
-    return frsz2::accessor<S, double>{}.load(p, t * 32 + threadIdx.x % 32);
-  }
-};
-/// ... from FRSZ2 storage, one value per thread through the accessor.
-template <class F>
-struct value_reader {
-  frsz2::compressed_handle<F> h;
-  SQUEEZE_DEVICE double operator()(std::size_t t) const {
-    return frsz2::accessor<F, double>{}.access(h, t * 32 + threadIdx.x % 32);
-  }
-};
-/// ... from FRSZ2 storage with the warp decoder.
-template <class F>
-struct warp_reader {
-  frsz2::compressed_ref<F> v;
-  SQUEEZE_DEVICE double operator()(std::size_t t) const { return frsz2::warp_decode<F>(v, t); }
-};
-
-template <int Flops>
-SQUEEZE_DEVICE double work(double v) {
-  double y = v;
-#pragma unroll
-  for (int f = 0; f < Flops / 2; ++f) y = fma(y, v, 0.5);
-  return y;
-}
-
-// Each warp reads `unroll` whole tiles per step with no condition between the reads, so
-// all their loads are in flight before the first decode waits (a conditional read per tile
-// let the compiler decode each tile before loading the next: latency-bound, 3x slower).
-template <class Reader, int Flops>
-SQUEEZE_KERNEL(threads)
-void read_kernel(Reader read, std::size_t tiles, double* sink) {
-  const std::size_t warp = (blockIdx.x * std::size_t{threads} + threadIdx.x) / 32;
-  const std::size_t warps = std::size_t{gridDim.x} * threads / 32;
-  const std::size_t full = tiles / unroll * unroll;
-  double acc = 0.0;
-  for (std::size_t t0 = warp * unroll; t0 < full; t0 += warps * unroll) {
-    double v[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) v[u] = read(t0 + u);
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) acc += work<Flops>(v[u]);
-  }
-  if (full + warp < tiles) acc += work<Flops>(read(full + warp));
-  sink[blockIdx.x * std::size_t{threads} + threadIdx.x] = acc;
-}
+using squeeze::bench::frsz2_study::plain_reader;
+using squeeze::bench::frsz2_study::read_kernel;
+using squeeze::bench::frsz2_study::threads;
+using squeeze::bench::frsz2_study::value_reader;
+using squeeze::bench::frsz2_study::warp_reader;
 
 /// The buffers of one run: the values in every storage.
 struct state {

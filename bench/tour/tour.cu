@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/report.hpp"
+#include "frsz2/frsz2_study.cuh"
 #include "ibp/ibp_study.cuh"
 #include "squeeze/core.hpp"
 #include "xfer/xfer_study.cuh"
@@ -32,6 +33,7 @@ std::vector<tour_section> tour_sections() {
   return {
       {"xfer", xfer_study::tour_section},
       {"ibp", ibp_study::tour_section},
+      {"frsz2", frsz2_study::tour_section},
   };
 }
 

@@ -1,0 +1,167 @@
+// bench/frsz2/frsz2_study.cuh: the FRSZ2 read kernels that squeeze_bench_frsz2 and the tour
+// share (the paper's roofline, §IV-C), and the tour's frsz2 section.
+#pragma once
+
+#include <squeeze/core.hpp>
+#include <squeeze/frsz2/array.cuh>
+#include <squeeze/frsz2/compress.cuh>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/report.hpp"
+
+namespace squeeze::bench::frsz2_study {
+
+namespace frsz2 = squeeze::frsz2;
+
+constexpr int threads = 256;
+constexpr int unroll = 8;  // tiles in flight per warp
+
+/// Reads this lane's value of tile t from plain storage.
+template <class S>
+struct plain_reader {
+  const S* p;
+  SQUEEZE_DEVICE double operator()(std::size_t t) const {
+    return frsz2::accessor<S, double>{}.load(p, t * 32 + threadIdx.x % 32);
+  }
+};
+/// ... from FRSZ2 storage, one value per thread through the accessor.
+template <class F>
+struct value_reader {
+  frsz2::compressed_handle<F> h;
+  SQUEEZE_DEVICE double operator()(std::size_t t) const {
+    return frsz2::accessor<F, double>{}.access(h, t * 32 + threadIdx.x % 32);
+  }
+};
+/// ... from FRSZ2 storage with the warp decoder.
+template <class F>
+struct warp_reader {
+  frsz2::compressed_ref<F> v;
+  SQUEEZE_DEVICE double operator()(std::size_t t) const { return frsz2::warp_decode<F>(v, t); }
+};
+
+template <int Flops>
+SQUEEZE_DEVICE double work(double v) {
+  double y = v;
+#pragma unroll
+  for (int f = 0; f < Flops / 2; ++f) y = fma(y, v, 0.5);
+  return y;
+}
+
+// Each warp reads `unroll` whole tiles per step with no condition between the reads, so
+// all their loads are in flight before the first decode waits (a conditional read per tile
+// let the compiler decode each tile before loading the next: latency-bound, 3x slower).
+template <class Reader, int Flops>
+SQUEEZE_KERNEL(threads)
+void read_kernel(Reader read, std::size_t tiles, double* sink) {
+  const std::size_t warp = (blockIdx.x * std::size_t{threads} + threadIdx.x) / 32;
+  const std::size_t warps = std::size_t{gridDim.x} * threads / 32;
+  const std::size_t full = tiles / unroll * unroll;
+  double acc = 0.0;
+  for (std::size_t t0 = warp * unroll; t0 < full; t0 += warps * unroll) {
+    double v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) v[u] = read(t0 + u);
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) acc += work<Flops>(v[u]);
+  }
+  if (full + warp < tiles) acc += work<Flops>(read(full + warp));
+  sink[blockIdx.x * std::size_t{threads} + threadIdx.x] = acc;
+}
+
+/// Median milliseconds of one read of `tiles` tiles through `reader` at 0 flops/value.
+template <class Reader>
+double time_read(Reader reader, std::size_t tiles, unsigned grid, double* sink,
+                 core::timing_options timing) {
+  return core::time_region(nullptr, timing,
+                           [&] {
+                             read_kernel<Reader, 0><<<grid, threads>>>(reader, tiles, sink);
+                             SQUEEZE_CHECK_LAUNCH();
+                           })
+      .median_ms;
+}
+
+/// The tour's frsz2 rows: 2^26 values read as double through float32 and float16 storage
+/// and through frsz2_32 / frsz2_16 / frsz2_21 (warp decoder), and compression against a
+/// device copy. Checks that the warp decoder returns the host reference's values.
+inline void tour_section(report_table& table, const tour_context& context) {
+  if (!context.has_gpu()) {
+    table.add_note("frsz2: no GPU, nothing to run (the host codec is covered by the tests)");
+    return;
+  }
+  const std::size_t n = std::size_t{1} << 26;
+  std::vector<double> h(n);
+  std::mt19937_64 rng{7};
+  std::normal_distribution<double> normal{0.0, 1.0 / std::sqrt(static_cast<double>(n))};
+  for (auto& v : h) v = normal(rng);
+  core::device_buffer<double> x{n}, back{n};
+  x.copy_from(std::span<const double>{h}, nullptr);
+  int sms = 0;
+  SQUEEZE_CUDA_TRY(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, context.device->ordinal));
+  const unsigned grid = static_cast<unsigned>(sms) * (2048 / threads);
+  core::device_buffer<double> sink{std::size_t{grid} * threads};
+  const core::timing_options timing{.warmup = 3, .repeats = 15};
+  frsz2::array<float> f32{n};
+  frsz2::array<__half> f16{n};
+  frsz2::array<frsz2::format<32>> z32{n};
+  frsz2::array<frsz2::format<16>> z16{n};
+  frsz2::array<frsz2::format<21>> z21{n};
+  f32.store(0, x.data(), n, nullptr);
+  f16.store(0, x.data(), n, nullptr);
+  z32.store(0, x.data(), n, nullptr);
+  z16.store(0, x.data(), n, nullptr);
+  z21.store(0, x.data(), n, nullptr);
+  // Correctness: the warp decoder (bulk decompress) against the host reference.
+  z21.load(0, back.data(), n, nullptr);
+  std::vector<double> got(n);
+  back.copy_to(std::span<double>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  const auto want = frsz2::decode(frsz2::encode<frsz2::format<21>>(h));
+  if (got != want) throw verification_error{"frsz2_21 decoded on the GPU differs from the host"};
+
+  const std::size_t tiles = n / 32;
+  const double t_f32 =
+      time_read(plain_reader<float>{f32.handle()}, tiles, grid, sink.data(), timing);
+  const double t_f16 =
+      time_read(plain_reader<__half>{f16.handle()}, tiles, grid, sink.data(), timing);
+  const double t_z32 =
+      time_read(warp_reader<frsz2::format<32>>{z32.ref()}, tiles, grid, sink.data(), timing);
+  const double t_z16 =
+      time_read(warp_reader<frsz2::format<16>>{z16.ref()}, tiles, grid, sink.data(), timing);
+  const double t_z21 =
+      time_read(warp_reader<frsz2::format<21>>{z21.ref()}, tiles, grid, sink.data(), timing);
+  auto speed = [&](const std::string& what, double t, double t_base, double target) {
+    comparison c;
+    c.family = "frsz2";
+    c.measurement = what;
+    c.value = 1.0 / t;
+    c.baseline = 1.0 / t_base;
+    c.unit = "1/ms";
+    c.min_ratio = target;
+    table.add(c);
+  };
+  speed("read 2^26 values: frsz2_32 vs float32 storage", t_z32, t_f32, 0.95);
+  speed("read 2^26 values: frsz2_16 vs float16 storage", t_z16, t_f16, 0.95);
+  speed("read 2^26 values: frsz2_21 vs frsz2_32", t_z21, t_z32, 1.25);
+  const double t_copy = core::time_region(nullptr, timing, [&] {
+                          SQUEEZE_CUDA_TRY(cudaMemcpyAsync(back.data(), x.data(), n * 8,
+                                                           cudaMemcpyDeviceToDevice, nullptr));
+                        }).median_ms;
+  const double t_comp =
+      core::time_region(nullptr, timing, [&] { z32.store(0, x.data(), n, nullptr); }).median_ms;
+  comparison c;
+  c.family = "frsz2";
+  c.measurement = "compress frsz2_32 vs device copy (bytes read + written)";
+  c.value = static_cast<double>(8 * n + frsz2::format<32>::bytes(n)) / (t_comp * 1e6);
+  c.baseline = static_cast<double>(16 * n) / (t_copy * 1e6);
+  c.min_ratio = 0.8;
+  table.add(c);
+  table.add_note("frsz2: 2^26 N(0, 1/n) values read once as double (0 flops), warp decoder");
+}
+
+}  // namespace squeeze::bench::frsz2_study
