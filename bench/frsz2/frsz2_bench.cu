@@ -8,8 +8,11 @@
 //                                    compression: bytes read + written over time)
 //   frsz2/read/<storage>/<path>/<f>  every value read once as a double and put through f
 //                                    flops (f/2 dependent FMAs); path = value (one value
-//                                    per thread: accessor.access) or warp (FRSZ2 only: the
-//                                    warp decoder, one coalesced load per block)
+//                                    per thread: accessor.access), warp (FRSZ2 only: the
+//                                    warp decoder, one coalesced load per block), vector
+//                                    (four values per thread: accessor.read_vector), tile
+//                                    (the same values by frsz2::tile_reader, which keeps
+//                                    the lane's offsets) or tile8 (8 values per thread)
 //   frsz2/compress/<storage>         frsz2::compress of N doubles
 // Counters: GB/s of storage bytes (read: stored bytes; compress: input + output bytes),
 // Gvalues/s. The targets of the issue are checked in the table at the end.
@@ -40,7 +43,9 @@ namespace frsz2_bench {
 using squeeze::bench::frsz2_study::plain_reader;
 using squeeze::bench::frsz2_study::read_kernel;
 using squeeze::bench::frsz2_study::threads;
+using squeeze::bench::frsz2_study::tile_reader;
 using squeeze::bench::frsz2_study::value_reader;
+using squeeze::bench::frsz2_study::vector_reader;
 using squeeze::bench::frsz2_study::warp_reader;
 
 /// The buffers of one run: the values in every storage.
@@ -59,8 +64,8 @@ struct state {
   std::map<std::string, std::vector<double>> sinks;  // results, for cross-checks
   bool wrong = false;
 
+  /// Allocates and fills every storage; main calls it before any benchmark is built.
   void init() {
-    if (x.size() == n) return;
     int sms = 0;
     SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     grid = static_cast<unsigned>(sms) * (2048 / threads);
@@ -110,14 +115,12 @@ void timed(benchmark::State& bs, const std::string& name, Work&& work) {
   st.ms[name] = core::summarize(samples).median_ms;
 }
 
-template <class Reader, int Flops>
+template <class Reader, int Flops, int Unroll = Reader::lane_values == 1 ? 8 : 4>
 void read_case(benchmark::State& bs, const std::string& name, Reader reader,
                std::size_t stored_bytes) {
   try {
-    st.init();
-    const std::size_t tiles = st.n / 32;
     auto work = [&] {
-      read_kernel<Reader, Flops><<<st.grid, threads>>>(reader, tiles, st.sink.data());
+      read_kernel<Reader, Flops, Unroll><<<st.grid, threads>>>(reader, st.n, st.sink.data());
       SQUEEZE_CHECK_LAUNCH();
     };
     timed(bs, name, work);
@@ -146,20 +149,35 @@ void register_reads() {
   };
   auto plain = [&](const char* storage, auto tag) {
     using S = decltype(tag);
-    reg(std::string{"frsz2/read/"} + storage + "/value" + f, [](benchmark::State& bs,
-                                                                const std::string& name) {
-      const frsz2::array<S>& a = []() -> const frsz2::array<S>& {
-        if constexpr (std::is_same_v<S, double>)
-          return st.f64;
-        else if constexpr (std::is_same_v<S, float>)
-          return st.f32;
-        else if constexpr (std::is_same_v<S, __half>)
-          return st.f16;
-        else
-          return st.bf16;
-      }();
-      read_case<plain_reader<S>, Flops>(bs, name, plain_reader<S>{a.handle()}, st.n * sizeof(S));
+    auto get = []() -> const frsz2::array<S>& {
+      if constexpr (std::is_same_v<S, double>)
+        return st.f64;
+      else if constexpr (std::is_same_v<S, float>)
+        return st.f32;
+      else if constexpr (std::is_same_v<S, __half>)
+        return st.f16;
+      else
+        return st.bf16;
+    };
+    reg(std::string{"frsz2/read/"} + storage + "/value" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<plain_reader<S>, Flops>(bs, name, plain_reader<S>{get().handle()},
+                                            st.n * sizeof(S));
+        });
+    reg(std::string{"frsz2/read/"} + storage + "/vector" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<vector_reader<S>, Flops>(bs, name, vector_reader<S>{get().handle()},
+                                             st.n * sizeof(S));
+        });
+    reg(std::string{"frsz2/read/"} + storage + "/tile" + f, [get](benchmark::State& bs,
+                                                                  const std::string& name) {
+      read_case<tile_reader<S>, Flops>(bs, name, tile_reader<S>{get().handle()}, st.n * sizeof(S));
     });
+    reg(std::string{"frsz2/read/"} + storage + "/tile8" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<S, 8>, Flops>(bs, name, tile_reader<S, 8>{get().handle()},
+                                              st.n * sizeof(S));
+        });
   };
   plain("float64", double{});
   plain("float32", float{});
@@ -183,6 +201,20 @@ void register_reads() {
         [get](benchmark::State& bs, const std::string& name) {
           read_case<warp_reader<F>, Flops>(bs, name, warp_reader<F>{get().ref()}, F::bytes(st.n));
         });
+    reg(std::string{"frsz2/read/"} + storage + "/vector" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<vector_reader<F>, Flops>(bs, name, vector_reader<F>{get().handle()},
+                                             F::bytes(st.n));
+        });
+    reg(std::string{"frsz2/read/"} + storage + "/tile" + f, [get](benchmark::State& bs,
+                                                                  const std::string& name) {
+      read_case<tile_reader<F>, Flops>(bs, name, tile_reader<F>{get().handle()}, F::bytes(st.n));
+    });
+    reg(std::string{"frsz2/read/"} + storage + "/tile8" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<F, 8>, Flops>(bs, name, tile_reader<F, 8>{get().handle()},
+                                              F::bytes(st.n));
+        });
   };
   packed("frsz2_16", frsz2::format<16>{});
   packed("frsz2_21", frsz2::format<21>{});
@@ -192,7 +224,6 @@ void register_reads() {
 template <class F>
 void compress_case(benchmark::State& bs, const std::string& name, frsz2::array<F>& a) {
   try {
-    st.init();
     timed(bs, name, [&] { a.store(0, st.x.data(), st.n, nullptr); });
   } catch (const std::exception& e) {
     bs.SkipWithError(e.what());
@@ -226,13 +257,19 @@ int main(int argc, char** argv) {
                 presence.reason.c_str());
     return 0;
   }
+  // The buffers first: the benchmarks' readers take their handles when they are built.
+  try {
+    st.init();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "squeeze_bench_frsz2: %s\n", e.what());
+    return 1;
+  }
   benchmark::AddCustomContext("gpu", core::describe(core::query_device()));
   benchmark::AddCustomContext("frsz2_values", std::to_string(st.n));
   benchmark::RegisterBenchmark(
       "frsz2/copy",
       [](benchmark::State& bs) {
         try {
-          st.init();
           timed(bs, "frsz2/copy", [] {
             SQUEEZE_CUDA_TRY(cudaMemcpyAsync(st.copy_dst.data(), st.x.data(), st.n * 8,
                                              cudaMemcpyDeviceToDevice, nullptr));
@@ -276,20 +313,47 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
 
   // The warp decoder and the accessor read the same values in the same order: their
-  // results must agree bit for bit.
-  for (const char* s : {"frsz2_16", "frsz2_21", "frsz2_32"}) {
+  // results must agree bit for bit, and so must vector and tile reads. Reads of several
+  // values per lane sum them in another order: the total of the sinks (a sum of 2^28 values
+  // of N(0, 1/n), of order 1) agrees to rounding.
+  const auto total = [](const std::vector<double>& v) {
+    double t = 0;
+    for (const double x : v) t += x;
+    return t;
+  };
+  for (const char* s :
+       {"float64", "float32", "float16", "bfloat16", "frsz2_16", "frsz2_21", "frsz2_32"}) {
     for (const int f : {0, 64}) {
       const std::string a = std::string{"frsz2/read/"} + s + "/value/" + std::to_string(f);
       const std::string b = std::string{"frsz2/read/"} + s + "/warp/" + std::to_string(f);
+      const std::string c = std::string{"frsz2/read/"} + s + "/vector/" + std::to_string(f);
+      const std::string d = std::string{"frsz2/read/"} + s + "/tile/" + std::to_string(f);
+      const std::string e = std::string{"frsz2/read/"} + s + "/tile8/" + std::to_string(f);
       if (st.sinks.count(a) && st.sinks.count(b) && st.sinks[a] != st.sinks[b]) {
         std::printf("WRONG: %s and %s read different values\n", a.c_str(), b.c_str());
+        st.wrong = true;
+      }
+      if (f == 0 && st.sinks.count(a) && st.sinks.count(c) &&
+          !(std::abs(total(st.sinks[a]) - total(st.sinks[c])) <= 1e-9)) {
+        std::printf("WRONG: %s and %s read different values (totals %.17g, %.17g)\n", a.c_str(),
+                    c.c_str(), total(st.sinks[a]), total(st.sinks[c]));
+        st.wrong = true;
+      }
+      if (f == 0 && st.sinks.count(a) && st.sinks.count(e) &&
+          !(std::abs(total(st.sinks[a]) - total(st.sinks[e])) <= 1e-9)) {
+        std::printf("WRONG: %s and %s read different values (totals %.17g, %.17g)\n", a.c_str(),
+                    e.c_str(), total(st.sinks[a]), total(st.sinks[e]));
+        st.wrong = true;
+      }
+      if (st.sinks.count(c) && st.sinks.count(d) && st.sinks[c] != st.sinks[d]) {
+        std::printf("WRONG: %s and %s read different values\n", c.c_str(), d.c_str());
         st.wrong = true;
       }
     }
   }
   auto best = [](const std::string& storage, int f) {
     double t = 0;
-    for (const char* path : {"/value/", "/warp/"}) {
+    for (const char* path : {"/value/", "/warp/", "/vector/", "/tile/", "/tile8/"}) {
       const auto it = st.ms.find("frsz2/read/" + storage + path + std::to_string(f));
       if (it != st.ms.end() && (t == 0 || it->second < t)) t = it->second;
     }

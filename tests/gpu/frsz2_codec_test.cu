@@ -55,6 +55,22 @@ void random_access_kernel(frsz2::compressed_handle<F> h, const std::uint32_t* in
   if (i < n) out[i] = frsz2::accessor<F, typename F::float_type>{}.access(h, index[i]);
 }
 
+/// out[first + i .. + 3] = values first + i .. + 3 through accessor::load_vector, for every
+/// group of four in [first, n4) (first and n4 multiples of 4).
+template <class F, int Threads>
+SQUEEZE_KERNEL(Threads)
+void load_vector_kernel(frsz2::compressed_handle<F> h, std::size_t first, std::size_t n4,
+                        typename F::float_type* out) {
+  const frsz2::accessor<F, typename F::float_type> acc;
+  const auto hf = acc.offset(h, first);
+  const std::size_t i = 4 * (blockIdx.x * std::size_t{Threads} + threadIdx.x);
+  if (first + i < n4) {
+    typename F::float_type v[frsz2::vector_values];
+    acc.load_vector(hf, i, v);
+    for (int c = 0; c < 4; ++c) out[first + i + c] = v[c];
+  }
+}
+
 /// Compress on the GPU, compare with the host encoder; decode both ways, compare bits.
 template <class F>
 void check_format(std::size_t n, std::uint64_t seed) {
@@ -87,6 +103,21 @@ void check_format(std::size_t n, std::uint64_t seed) {
     const auto got_part = download(part, n - first);
     for (std::size_t i = 0; i < n - first; ++i) {
       ASSERT_EQ(std::bit_cast<B>(got_part[i]), std::bit_cast<B>(values[first + i])) << i;
+    }
+    // Vector reads (four values a thread) from offsets 0 and 36 equal the reference.
+    const std::size_t n4 = n / 4 * 4;
+    for (const std::size_t at : {std::size_t{0}, std::size_t{36}}) {
+      if (at >= n4) continue;
+      core::device_buffer<T> vec{n};
+      vec.fill_bytes(0xA5, nullptr);
+      const auto groups = static_cast<unsigned>((n4 - at) / 4);
+      load_vector_kernel<F, 128>
+          <<<core::div_ceil(groups, 128u), 128>>>(v.ref().handle(), at, n4, vec.data());
+      SQUEEZE_CHECK_LAUNCH();
+      const auto got_vec = download(vec, n);
+      for (std::size_t i = at; i < n4; ++i) {
+        ASSERT_EQ(std::bit_cast<B>(got_vec[i]), std::bit_cast<B>(values[i])) << "vector read " << i;
+      }
     }
     // Random access in random order equals the block decode.
     std::vector<std::uint32_t> index(4096);
@@ -122,6 +153,45 @@ TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostDouble) {
   check_format<frsz2::format<33>>(n, 8);
   check_format<frsz2::format<48>>(n, 9);
   check_format<frsz2::format<64>>(n, 10);
+}
+
+// Block exponents at the edges of the compressor's exact fp64 path ([32, 2044]) and just
+// outside it, with and without a rounding carry (a block maximum of 2 - 2^-52 rounds up to
+// the next power of two at every l <= 32), with both signs and zeros in the blocks.
+TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
+  SQUEEZE_REQUIRE_GPU();
+  std::vector<double> x;
+  std::mt19937_64 rng{99};
+  std::uniform_real_distribution<double> mantissa{1.0, 2.0};
+  for (const int eb : {1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}) {
+    for (const bool carry : {false, true}) {
+      for (int k = 0; k < 32; ++k) {
+        const double m = k == 5 && carry ? 2.0 - 0x1p-52 : mantissa(rng);
+        const int e = k == 5 ? eb : eb - static_cast<int>(rng() % 40);
+        double v = e >= 1 ? std::ldexp(m, e - 1023) : 0.0;
+        if (k % 3 == 1) v = -v;
+        if (k == 7) v = k % 2 ? -0.0 : 0.0;
+        x.push_back(v);
+      }
+    }
+  }
+  const auto dx = upload(x);
+  auto check = [&]<class F>(F) {
+    SCOPED_TRACE(frsz2::storage_traits<F>::name());
+    for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+      const auto want = frsz2::encode<F>(x, mode);
+      device_vector<F> v{x.size()};
+      frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
+      ASSERT_EQ(download(v.payload, want.payload.size()), want.payload);
+      ASSERT_EQ(download(v.exponents, want.exponents.size()), want.exponents);
+    }
+  };
+  check(frsz2::format<2>{});
+  check(frsz2::format<8>{});
+  check(frsz2::format<16>{});
+  check(frsz2::format<21>{});
+  check(frsz2::format<31>{});
+  check(frsz2::format<32>{});
 }
 
 TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostFloat) {

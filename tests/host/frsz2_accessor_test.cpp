@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "common/frsz2_test.hpp"
@@ -86,4 +88,182 @@ TEST(Frsz2Accessor, PlainStorageConvertsThroughTheProxy) {
   EXPECT_STREQ(frsz2::storage_traits<__nv_bfloat16>::name(), "bfloat16");
   EXPECT_STREQ(frsz2::storage_traits<frsz2::format<21>>::name(), "frsz2_21");
   EXPECT_DOUBLE_EQ(frsz2::storage_traits<frsz2::format<32>>::bits_per_value, 32.5);
+}
+
+namespace {
+
+/// load_vector returns the reference decoder's bits for every aligned group of four, from
+/// handles whose first index is a multiple of 4 (so groups need not start a block).
+template <class F>
+void check_vector_equals_reference(std::uint64_t seed) {
+  using T = typename F::float_type;
+  const std::size_t n = 32 * 257;  // whole blocks of every block size tested
+  const auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
+  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+    const auto v = frsz2::encode<F>(x, mode);
+    const auto want = frsz2::decode(v);
+    const frsz2::accessor<F, T> acc;
+    for (const std::size_t first : {std::size_t{0}, std::size_t{4}, std::size_t{36}}) {
+      const auto h =
+          acc.offset(frsz2::compressed_handle<F>{v.payload.data(), v.exponents.data(), 0}, first);
+      for (std::size_t i = 0; i + first + 4 <= n; i += 4) {
+        T got[frsz2::vector_values];
+        acc.load_vector(h, i, got);
+        for (int c = 0; c < 4; ++c) {
+          ASSERT_EQ(std::bit_cast<typename F::bits_type>(got[c]),
+                    std::bit_cast<typename F::bits_type>(want[first + i + c]))
+              << frsz2::storage_traits<F>::name() << " BS " << F::block_size << " value "
+              << first + i + c << " of " << x[first + i + c];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Every code length takes its own path (8/16/32: one aligned load; others: a window of words
+// with codes straddling them), plus the per-value fallbacks (l > 32, fp32, BS < 4).
+TEST(Frsz2Accessor, LoadVectorEqualsTheReferenceDecoder) {
+  check_vector_equals_reference<frsz2::format<2>>(21);
+  check_vector_equals_reference<frsz2::format<3>>(22);
+  check_vector_equals_reference<frsz2::format<7>>(23);
+  check_vector_equals_reference<frsz2::format<8>>(24);
+  check_vector_equals_reference<frsz2::format<11>>(25);
+  check_vector_equals_reference<frsz2::format<16>>(26);
+  check_vector_equals_reference<frsz2::format<21>>(27);
+  check_vector_equals_reference<frsz2::format<24>>(28);
+  check_vector_equals_reference<frsz2::format<29>>(29);
+  check_vector_equals_reference<frsz2::format<31>>(30);
+  check_vector_equals_reference<frsz2::format<32>>(31);
+  check_vector_equals_reference<frsz2::format<33>>(32);
+  check_vector_equals_reference<frsz2::format<64>>(33);
+  check_vector_equals_reference<frsz2::format<21, double, 4>>(34);
+  check_vector_equals_reference<frsz2::format<13, double, 8>>(35);
+  check_vector_equals_reference<frsz2::format<32, double, 256>>(36);
+  check_vector_equals_reference<frsz2::format<21, double, 2>>(37);
+  check_vector_equals_reference<frsz2::format<16, float>>(38);
+}
+
+// Tiny blocks (Eb < 32) and blocks at the top of the range take decode_code; the rest the
+// fast path; both give the reference's bits, for every rounding of the last value.
+TEST(Frsz2Accessor, LoadVectorHandlesTinyAndHugeBlocks) {
+  using F = frsz2::format<21>;
+  std::vector<double> x;
+  for (int e : {-1074, -1060, -1040, -1023, -1000, -990, -989, 0, 1000, 1016}) {
+    for (int k = 0; k < 32; ++k)
+      x.push_back(std::ldexp((k % 2 ? -1.0 : 1.0) * (1.0 + k / 33.0), e + k % 7));
+  }
+  x.push_back(std::numeric_limits<double>::max());
+  x.resize(x.size() + 31, -0.0);
+  const auto v = frsz2::encode<F>(x, frsz2::rounding::nearest);
+  const auto want = frsz2::decode(v);
+  const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), 0};
+  for (std::size_t i = 0; i < x.size(); i += 4) {
+    double got[4];
+    frsz2::accessor<F>{}.load_vector(h, i, got);
+    for (int c = 0; c < 4; ++c) {
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(got[c]), std::bit_cast<std::uint64_t>(want[i + c]))
+          << "value " << i + c << " = " << x[i + c];
+    }
+  }
+}
+
+TEST(Frsz2Accessor, LoadVectorOfPlainStorageConverts) {
+  std::vector<float> f(12);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = 0.1f * static_cast<float>(i) - 0.3f;
+  double got[4];
+  frsz2::accessor<float, double>{}.load_vector(f.data(), 8, got);
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(got[c], static_cast<double>(f[8 + c]));
+  std::vector<__half> h(4);
+  for (int c = 0; c < 4; ++c) h[c] = __double2half(0.25 * c - 0.7);
+  frsz2::accessor<__half, double>{}.load_vector(h.data(), 0, got);
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(got[c], static_cast<double>(__half2float(h[c])));
+}
+
+namespace {
+
+/// tile_reader gives lane j of tile t the reference's values t T + j V .. + V - 1 (V values
+/// a thread, tiles of T = 32 V), from handles whose first index is a multiple of T.
+template <class F, int V = 4>
+void check_tile_reader_equals_reference(std::uint64_t seed) {
+  using T = typename F::float_type;
+  using reader_type = frsz2::tile_reader<F, T, V>;
+  constexpr std::size_t tile = reader_type::tile_values;
+  const std::size_t n = 256 * 20;
+  const auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
+  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+    const auto v = frsz2::encode<F>(x, mode);
+    const auto want = frsz2::decode(v);
+    for (const std::size_t first : {std::size_t{0}, tile, 5 * tile}) {
+      const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), first};
+      for (unsigned lane = 0; lane < 32; ++lane) {
+        const reader_type reader{h, lane};
+        for (std::size_t t = 0; tile * (t + 1) + first <= n; ++t) {
+          T got[V];
+          reader.decode(reader.read(t), got);
+          for (int c = 0; c < V; ++c) {
+            const std::size_t i = first + tile * t + V * lane + c;
+            ASSERT_EQ(std::bit_cast<typename F::bits_type>(got[c]),
+                      std::bit_cast<typename F::bits_type>(want[i]))
+                << frsz2::storage_traits<F>::name() << " BS " << F::block_size << ", " << V
+                << " a thread, value " << i << " of " << x[i] << " (lane " << lane << ", tile " << t
+                << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Frsz2Accessor, TileReaderEqualsTheReferenceDecoder) {
+  check_tile_reader_equals_reference<frsz2::format<2>>(41);
+  check_tile_reader_equals_reference<frsz2::format<3>>(42);
+  check_tile_reader_equals_reference<frsz2::format<7>>(43);
+  check_tile_reader_equals_reference<frsz2::format<8>>(44);
+  check_tile_reader_equals_reference<frsz2::format<11>>(45);
+  check_tile_reader_equals_reference<frsz2::format<16>>(46);
+  check_tile_reader_equals_reference<frsz2::format<21>>(47);
+  check_tile_reader_equals_reference<frsz2::format<24>>(48);
+  check_tile_reader_equals_reference<frsz2::format<31>>(49);
+  check_tile_reader_equals_reference<frsz2::format<32>>(50);
+  check_tile_reader_equals_reference<frsz2::format<33>>(51);  // fallback: l > 32
+  check_tile_reader_equals_reference<frsz2::format<21, double, 4>>(52);
+  check_tile_reader_equals_reference<frsz2::format<13, double, 8>>(53);
+  check_tile_reader_equals_reference<frsz2::format<16, double, 64>>(54);
+  check_tile_reader_equals_reference<frsz2::format<21, double, 128>>(55);
+  check_tile_reader_equals_reference<frsz2::format<21, double, 256>>(56);  // fallback: BS > 128
+  check_tile_reader_equals_reference<frsz2::format<21, double, 2>>(57);    // fallback: BS < 4
+  check_tile_reader_equals_reference<frsz2::format<16, float>>(58);        // fallback: fp32
+}
+
+TEST(Frsz2Accessor, TileReaderOfEightValuesEqualsTheReferenceDecoder) {
+  check_tile_reader_equals_reference<frsz2::format<8>, 8>(61);
+  check_tile_reader_equals_reference<frsz2::format<16>, 8>(62);
+  check_tile_reader_equals_reference<frsz2::format<21>, 8>(63);
+  check_tile_reader_equals_reference<frsz2::format<32>, 8>(64);
+  check_tile_reader_equals_reference<frsz2::format<5>, 8>(65);
+  check_tile_reader_equals_reference<frsz2::format<31>, 8>(66);
+  check_tile_reader_equals_reference<frsz2::format<16, double, 8>>(67);
+  check_tile_reader_equals_reference<frsz2::format<16, double, 8>, 8>(68);
+  check_tile_reader_equals_reference<frsz2::format<21, double, 256>, 8>(69);  // BS > tile
+  check_tile_reader_equals_reference<frsz2::format<21, double, 4>, 8>(70);    // BS < values
+  check_tile_reader_equals_reference<frsz2::format<40>, 8>(71);               // l > 32
+}
+
+TEST(Frsz2Accessor, TileReaderOfPlainStorage) {
+  std::vector<float> f(768);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = 0.01f * static_cast<float>(i) - 1.0f;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const frsz2::tile_reader<float> reader{f.data() + 128, lane};
+    double got[4];
+    reader.decode(reader.read(1), got);
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(got[c], static_cast<double>(f[256 + 4 * lane + c]));
+    const frsz2::tile_reader<float, double, 8> reader8{f.data() + 256, lane};
+    double got8[8];
+    reader8.decode(reader8.read(1), got8);
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(got8[c], static_cast<double>(f[512 + 8 * lane + c]));
+  }
 }

@@ -48,6 +48,14 @@
 #define SQUEEZE_KERNEL_MIN_BLOCKS(max_threads, min_blocks) \
   __global__ SQUEEZE_HIDDEN __launch_bounds__(max_threads, min_blocks)
 
+// `#pragma unroll` for loops in SQUEEZE_HOST_DEVICE code: the host compiler would warn about
+// the pragma, so it is emitted in nvcc's device pass only.
+#if SQUEEZE_DEVICE_PASS
+#define SQUEEZE_UNROLL _Pragma("unroll")
+#else
+#define SQUEEZE_UNROLL
+#endif
+
 #define SQUEEZE_STRINGIFY_IMPL(x) #x
 #define SQUEEZE_STRINGIFY(x) SQUEEZE_STRINGIFY_IMPL(x)
 

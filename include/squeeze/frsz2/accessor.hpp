@@ -10,10 +10,20 @@
 //                        FRSZ2: Arithmetic (read-only: a value's block must be rewritten
 //                        as a whole, see frsz2/compress.cuh)
 //     access(p, i)       value i;  offset(p, i): the handle of value i
+//     load_vector(p, i, v)  values i .. i + 3 into v[4] (a squeeze extension for streaming
+//                        reads: one vector load of plain storage or of an FRSZ2 block's
+//                        words, the block exponent read once; i + the handle's first index
+//                        a multiple of 4); read_vector + decode_vector are its two halves
 //
 // FRSZ2 access decodes one value from its block's exponent and the one to three payload
 // words that hold its code (32-bit index arithmetic inside the block, count-leading-zeros).
 // For fp64 values and l <= 32 the double is built from 32-bit integer operations.
+//
+// load_vector decodes fp64 codes of at most 32 bits in about five instructions a value: the
+// code is moved to the top of a 32-bit word (sign at bit 31), q = top << 1 is converted
+// exactly to double and multiplied by the block's power of two 2^(Eb - bias - 31), and the
+// sign is ORed in. Blocks with an infinity or NaN, or with Eb < 32 (values below 2^-990,
+// where that power of two would be subnormal), take decode_code instead.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -190,7 +200,232 @@ SQUEEZE_HOST_DEVICE typename F::float_type access_value(const compressed_handle<
   }
 }
 
+/// `Words` consecutive words at p (aligned to 4 * Words bytes): one vector load on the GPU.
+template <int Words>
+SQUEEZE_HOST_DEVICE void load_words(const std::uint32_t* p, std::uint32_t (&w)[Words]) noexcept {
+#if SQUEEZE_DEVICE_PASS
+  if constexpr (Words % 4 == 0) {
+    SQUEEZE_UNROLL
+    for (int k = 0; k < Words; k += 4) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p + k);
+      w[k] = v.x, w[k + 1] = v.y, w[k + 2] = v.z, w[k + 3] = v.w;
+    }
+  } else if constexpr (Words == 2) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    w[0] = v.x, w[1] = v.y;
+  } else
+#endif
+  {
+    for (int k = 0; k < Words; ++k) w[k] = p[k];
+  }
+}
+
+/// Whether a block of exponent word w decodes by decode_top: no infinity or NaN, Eb >= 32.
+template <format_like F>
+SQUEEZE_HOST_DEVICE bool decodes_by_top(std::uint16_t w) noexcept {
+  constexpr std::uint32_t tested = F::nonfinite_flag | (F::exponent_field & ~31u);
+  return (w & tested) - 1u < F::nonfinite_flag - 1u;  // some bit of Eb >= 32 set, no flag
+}
+
+/// 2^(Eb - bias - 31): the factor decode_top scales q << (33 - l) by (Eb >= 32).
+template <format_like F>
+SQUEEZE_HOST_DEVICE double top_scale(std::uint16_t w) noexcept {
+  return core::bit_cast<double>(std::uint64_t{(w & F::exponent_field) - 31u} << 52);
+}
+
+/// The value of a code held at the top of a word (sign at bit 31, q in the l - 1 bits below
+/// it, zeros under q): q << (33 - l) converted exactly, times the block's top_scale (exact),
+/// with the sign ORed in (so q = 0 keeps its sign).
+SQUEEZE_HOST_DEVICE double decode_top(std::uint32_t top, double scale) noexcept {
+  const double v = static_cast<double>(top << 1) * scale;
+  return core::bit_cast<double>(core::bit_cast<std::uint64_t>(v) |
+                                (std::uint64_t{top & 0x80000000u} << 32));
+}
+
+/// Whether codes tile the payload without padding, so value i's code is the (i * l / 32)th
+/// word's piece and four codes are one aligned load (l = 8, 16, 32).
+template <format_like F>
+inline constexpr bool codes_tile_words = (F::bits == 8 || F::bits == 16 || F::bits == 32) &&
+                                         (F::block_size * F::bits) % 32 == 0;
+
+/// Words a window read of N codes of l bits loads: the codes start r0 < 32 bits into the
+/// first word.
+template <format_like F, int N = 4>
+inline constexpr int window_words = (30 + N * F::bits) / 32 + 1;
+
+/// The N codes of a window (wd[0] holds the first code's start at bit r0), each at the top
+/// of a word: the window is shifted down by r0 once, after which code c lies at the fixed
+/// bits [c l, c l + l) and comes out with one constant shift and a mask.
+template <format_like F, int N = 4>
+SQUEEZE_HOST_DEVICE void window_top_codes(const std::uint32_t (&wd)[window_words<F, N>],
+                                          std::uint32_t r0, std::uint32_t (&top)[N]) noexcept {
+  constexpr int window = window_words<F, N>;
+  std::uint32_t sh[window];  // sh[m] = bits [r0 + 32 m, r0 + 32 m + 32) of the window
+  SQUEEZE_UNROLL
+  for (int m = 0; m + 1 < window; ++m) sh[m] = core::funnel_shift_right(wd[m], wd[m + 1], r0);
+  sh[window - 1] = wd[window - 1] >> r0;
+  constexpr std::uint32_t keep = ~core::low_mask<std::uint32_t>(32 - F::bits);
+  SQUEEZE_UNROLL
+  for (int c = 0; c < N; ++c) {
+    const int e = F::bits * (c + 1);  // code c ends at bit e: take bits [e - 32, e)
+    const int hi = e / 32, shift = e % 32;
+    const std::uint32_t lo_word = hi > 0 ? sh[hi > 0 ? hi - 1 : 0] : 0u;
+    const std::uint32_t hi_word = shift > 0 ? sh[hi < window ? hi : window - 1] : 0u;
+    top[c] = (shift == 0 ? lo_word : core::funnel_shift_right(lo_word, hi_word, shift)) & keep;
+  }
+}
+
+/// The N codes of an aligned group of N values when codes tile the words (l = 8, 16, 32),
+/// from the words that hold them, each at the top of a word.
+template <format_like F, int N>
+requires codes_tile_words<F> SQUEEZE_HOST_DEVICE void tiled_top_codes(
+    const std::uint32_t (&wd)[N * F::bits / 32], std::uint32_t (&top)[N]) noexcept {
+  constexpr int per_word = 32 / F::bits;
+  SQUEEZE_UNROLL
+  for (int c = 0; c < N; ++c) {
+    const std::uint32_t word = wd[c / per_word];
+    const int at = (c % per_word) * F::bits;  // code c: bits [at, at + l) of its word
+    top[c] = (word << (32 - F::bits - at)) & ~core::low_mask<std::uint32_t>(32 - F::bits);
+  }
+}
+
+/// The four codes of values index .. index + 3 (index a multiple of 4) when codes tile the
+/// payload, each at the top of a word: one aligned load of 4, 2 or 1 words.
+template <format_like F>
+requires codes_tile_words<F> SQUEEZE_HOST_DEVICE void load_top_codes(
+    const std::uint32_t* payload, std::size_t index, std::uint32_t (&top)[4]) noexcept {
+  constexpr int words = 4 * F::bits / 32;
+  std::uint32_t wd[words];
+  load_words<words>(payload + index * F::bits / 32, wd);
+  tiled_top_codes<F, 4>(wd, top);
+}
+
+/// The four codes of values k0 .. k0 + 3 of a block (k0 a multiple of 4) for lengths whose
+/// codes do not tile the words, each at the top of a word. The window's words after the
+/// first are at constant offsets; only its last word can lie past the block (then its bits
+/// are not needed), so its index alone is clamped into the block.
+template <format_like F>
+requires(!codes_tile_words<F>) SQUEEZE_HOST_DEVICE
+    void load_top_codes(const std::uint32_t* words, std::uint32_t k0,
+                        std::uint32_t (&top)[4]) noexcept {
+  constexpr int window = window_words<F>;
+  const std::uint32_t bit = k0 * F::bits;
+  const std::uint32_t ws = bit / 32;
+  const std::uint32_t* at = words + ws;  // one address: the loads take constant offsets
+  std::uint32_t wd[window];
+  SQUEEZE_UNROLL
+  for (int m = 0; m + 1 < window; ++m) wd[m] = at[m];
+  const bool inside = ws + window - 1 < static_cast<std::uint32_t>(F::words_per_block);
+  wd[window - 1] = *(inside ? at + (window - 1) : words + (F::words_per_block - 1));
+  window_top_codes<F>(wd, bit % 32, top);
+}
+
+/// Codes of a block with exponent word w, each at the top of a word, decoded: by decode_top
+/// for ordinary blocks, by decode_code for blocks with infinities, NaN or Eb < 32.
+template <format_like F, class Arithmetic, int N>
+SQUEEZE_HOST_DEVICE void decode_top_codes(const std::uint32_t (&top)[N], std::uint16_t w,
+                                          Arithmetic (&out)[N]) noexcept {
+  if (decodes_by_top<F>(w)) {
+    const double scale = top_scale<F>(w);
+    SQUEEZE_UNROLL
+    for (int c = 0; c < N; ++c) out[c] = static_cast<Arithmetic>(decode_top(top[c], scale));
+  } else {
+    SQUEEZE_UNROLL
+    for (int c = 0; c < N; ++c) {
+      out[c] = static_cast<Arithmetic>(decode_code<F>(top[c] >> (32 - F::bits), w));
+    }
+  }
+}
+
+/// The raw words a tile_reader loads for a thread's values, and their block's exponent word.
+template <int Words>
+struct raw_codes {
+  std::uint32_t words[Words];
+  std::uint16_t w;
+};
+
+/// FRSZ2 formats whose vector reads load codes and decode them in 32-bit pieces: fp64
+/// values, codes of at most 32 bits, blocks of a multiple of 4 values.
+template <class F>
+concept word_decoded_format =
+    format_like<F> && std::is_same_v<typename F::float_type, double> && F::bits <= 32 &&
+    F::block_size % 4 == 0;
+
+/// What read_vector fetches for four consecutive values, before decode_vector converts them:
+/// kept apart so a loop can issue all its reads before it decodes any (a decode with a
+/// branch between two reads would make the second wait for the first).
+/// Plain storage: the stored values.
+template <storage S, class Arithmetic>
+struct raw_vector {
+  S v[4];
+};
+/// word_decoded_format: the codes (at the tops of words) and the block's exponent word.
+template <word_decoded_format F, class Arithmetic>
+struct raw_vector<F, Arithmetic> {
+  std::uint32_t top[4];
+  std::uint16_t w;
+};
+/// Other FRSZ2 formats: the values, decoded by access() when read.
+template <format_like F, class Arithmetic>
+requires(!word_decoded_format<F>) struct raw_vector<F, Arithmetic> {
+  Arithmetic v[4];
+};
+
+/// Reads values p.first + i .. + 3 of an FRSZ2 vector (the index a multiple of 4).
+template <format_like F, class Arithmetic>
+SQUEEZE_HOST_DEVICE raw_vector<F, Arithmetic> read_vector(const compressed_handle<F>& p,
+                                                          std::size_t i) noexcept {
+  raw_vector<F, Arithmetic> r;
+  if constexpr (requires { r.top; }) {
+    const std::size_t index = p.first + i;
+    const std::size_t block = index / F::block_size;
+    r.w = p.exponents[block];
+    if constexpr (codes_tile_words<F>) {
+      load_top_codes<F>(p.payload, index, r.top);
+    } else {
+      load_top_codes<F>(p.payload + block * F::words_per_block,
+                        static_cast<std::uint32_t>(index % F::block_size), r.top);
+    }
+  } else {
+    for (int c = 0; c < 4; ++c) r.v[c] = static_cast<Arithmetic>(access_value<F>(p, i + c));
+  }
+  return r;
+}
+
+/// Reads p[0 .. 3] of plain storage (p aligned to 4 values): one vector load on the GPU.
+template <plain_storage S, class Arithmetic>
+SQUEEZE_HOST_DEVICE raw_vector<S, Arithmetic> read_vector(const S* p) noexcept {
+#if SQUEEZE_DEVICE_PASS
+  struct alignas(4 * sizeof(S)) four {
+    S v[4];
+  };
+  const four x = *reinterpret_cast<const four*>(p);
+  raw_vector<S, Arithmetic> r;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) r.v[c] = x.v[c];
+  return r;
+#else
+  return {{p[0], p[1], p[2], p[3]}};
+#endif
+}
+
+/// The four values of a raw_vector as Arithmetic.
+template <storage S, class Arithmetic>
+SQUEEZE_HOST_DEVICE void decode_vector(const raw_vector<S, Arithmetic>& r,
+                                       Arithmetic (&out)[4]) noexcept {
+  if constexpr (requires { r.top; }) {
+    decode_top_codes<S>(r.top, r.w, out);
+  } else if constexpr (format_like<S>) {
+    for (int c = 0; c < 4; ++c) out[c] = r.v[c];
+  } else {
+    for (int c = 0; c < 4; ++c) out[c] = convert<Arithmetic>(r.v[c]);
+  }
+}
+
 }  // namespace detail
+
+/// Values each accessor::load_vector call reads.
+inline constexpr int vector_values = 4;
 
 /// The mdspan accessor policy: reads Storage as Arithmetic (and writes, for plain types).
 template <storage Storage, class Arithmetic = double>
@@ -212,6 +447,21 @@ struct accessor<Storage, Arithmetic> {
   SQUEEZE_HOST_DEVICE Arithmetic load(const Storage* p, std::size_t i) const noexcept {
     return detail::convert<Arithmetic>(p[i]);
   }
+  /// Values i .. i + 3, converted, by one vector load: p + i must be aligned to 4 values
+  /// (i a multiple of 4 from an allocation's start).
+  SQUEEZE_HOST_DEVICE void load_vector(const Storage* p, std::size_t i,
+                                       Arithmetic (&out)[vector_values]) const noexcept {
+    decode_vector(read_vector(p, i), out);
+  }
+  /// load_vector in two steps: read_vector issues the load, decode_vector converts.
+  using vector_type = detail::raw_vector<Storage, Arithmetic>;
+  SQUEEZE_HOST_DEVICE vector_type read_vector(const Storage* p, std::size_t i) const noexcept {
+    return detail::read_vector<Storage, Arithmetic>(p + i);
+  }
+  SQUEEZE_HOST_DEVICE void decode_vector(const vector_type& r,
+                                         Arithmetic (&out)[vector_values]) const noexcept {
+    detail::decode_vector(r, out);
+  }
 };
 
 template <format_like F, class Arithmetic>
@@ -230,6 +480,150 @@ struct accessor<F, Arithmetic> {
   SQUEEZE_HOST_DEVICE Arithmetic load(const data_handle_type& p, std::size_t i) const noexcept {
     return access(p, i);
   }
+  /// Values i .. i + 3 (p.first + i a multiple of 4): for fp64 codes of at most 32 bits in
+  /// blocks of a multiple of 4 values, the block's exponent is read once and the four codes
+  /// by one vector load (l = 8, 16, 32) or from the words they touch; otherwise four access().
+  SQUEEZE_HOST_DEVICE void load_vector(const data_handle_type& p, std::size_t i,
+                                       Arithmetic (&out)[vector_values]) const noexcept {
+    decode_vector(read_vector(p, i), out);
+  }
+  /// load_vector in two steps, so a loop can issue all its reads before the first decode:
+  /// read_vector loads the exponent word and the codes, decode_vector converts them.
+  using vector_type = detail::raw_vector<F, Arithmetic>;
+  SQUEEZE_HOST_DEVICE vector_type read_vector(const data_handle_type& p,
+                                              std::size_t i) const noexcept {
+    return detail::read_vector<F, Arithmetic>(p, i);
+  }
+  SQUEEZE_HOST_DEVICE void decode_vector(const vector_type& r,
+                                         Arithmetic (&out)[vector_values]) const noexcept {
+    detail::decode_vector(r, out);
+  }
+};
+
+/// Reads a vector by tiles of 32 x Values values, Values (4 or 8) per thread: in tile t the
+/// thread in lane j (of the warp that reads the tile together) gets values
+/// t * tile_values + j * Values .. + Values - 1 of the handle. What depends only on the lane
+/// (its block within the tile, the words its codes start in, their bit offset) is computed
+/// once, so a read costs an address and its loads. As with accessor::read_vector, read()
+/// only loads and decode() converts, so a loop can have all its loads in flight first. The
+/// handle's first index must be a multiple of tile_values. FRSZ2 fp64 formats with l <= 32
+/// and a block size that divides the tile and holds a thread's values take the lean path
+/// (8 values of l = 16 are one 16-byte load); other storage reads through
+/// accessor::read_vector.
+template <storage S, class Arithmetic = double, int Values = vector_values>
+class tile_reader {
+  static_assert(Values == 4 || Values == 8, "frsz2::tile_reader: 4 or 8 values per thread");
+  using acc = accessor<S, Arithmetic>;
+
+ public:
+  static constexpr int values = Values;
+  static constexpr int tile_values = 32 * Values;
+  using data_handle_type = typename acc::data_handle_type;
+
+ private:
+  static constexpr bool lean = [] {
+    if constexpr (format_like<S>) {
+      return std::is_same_v<typename S::float_type, double> && S::bits <= 32 &&
+             S::block_size >= Values && tile_values % S::block_size == 0;
+    } else {
+      return false;
+    }
+  }();
+  static constexpr bool tiled = [] {
+    if constexpr (lean)
+      return detail::codes_tile_words<S>;
+    else
+      return false;
+  }();
+  static constexpr int words = [] {  // words one read loads
+    if constexpr (tiled)
+      return Values * S::bits / 32;
+    else if constexpr (lean)
+      return detail::window_words<S, Values>;
+    else
+      return 1;
+  }();
+  struct plain_raw {
+    typename acc::vector_type v[Values / vector_values];
+  };
+
+ public:
+  /// What read() returns and decode() converts.
+  using vector_type = std::conditional_t<lean, detail::raw_codes<words>, plain_raw>;
+
+  /// The reader of thread `lane` (0 .. 31) of the warps that read the vector behind `p`.
+  SQUEEZE_HOST_DEVICE tile_reader(const data_handle_type& p, unsigned lane) noexcept
+      : p_{p}, lane_{lane} {
+    if constexpr (lean) {
+      const std::size_t first_block = p.first / S::block_size + Values * lane / S::block_size;
+      exponents_ = p.exponents + first_block;
+      if constexpr (tiled) {
+        codes_ = p.payload + (p.first + Values * lane) * S::bits / 32;
+      } else {
+        const auto k0 = static_cast<std::uint32_t>(Values * lane % S::block_size);
+        const std::uint32_t bit = k0 * S::bits;
+        const std::uint32_t ws = bit / 32;
+        r0_ = bit % 32;
+        codes_ = p.payload + first_block * S::words_per_block + ws;
+        // The window's last word may lie past the block (its bits are then unused): read the
+        // block's last word instead.
+        last_ = ws + words - 1 < static_cast<std::uint32_t>(S::words_per_block)
+                    ? words - 1
+                    : static_cast<int>(S::words_per_block - 1 - ws);
+      }
+    }
+  }
+
+  /// Loads this thread's values of tile t.
+  SQUEEZE_HOST_DEVICE vector_type read(std::size_t t) const noexcept {
+    vector_type r;
+    if constexpr (lean) {
+      constexpr std::size_t blocks = tile_values / S::block_size;  // per tile
+      r.w = exponents_[t * blocks];
+      if constexpr (tiled) {
+        detail::load_words<words>(codes_ + t * (tile_values * S::bits / 32), r.words);
+      } else {
+        const std::uint32_t* at = codes_ + t * (blocks * S::words_per_block);
+        SQUEEZE_UNROLL
+        for (int m = 0; m + 1 < words; ++m) r.words[m] = at[m];
+        r.words[words - 1] = at[last_];
+      }
+    } else {
+      SQUEEZE_UNROLL
+      for (int h = 0; h < Values / vector_values; ++h) {
+        r.v[h] = acc{}.read_vector(p_, t * tile_values + Values * lane_ + vector_values * h);
+      }
+    }
+    return r;
+  }
+
+  /// The values of a read.
+  SQUEEZE_HOST_DEVICE void decode(const vector_type& r, Arithmetic (&out)[Values]) const noexcept {
+    if constexpr (lean) {
+      std::uint32_t top[Values];
+      if constexpr (tiled)
+        detail::tiled_top_codes<S, Values>(r.words, top);
+      else
+        detail::window_top_codes<S, Values>(r.words, r0_, top);
+      detail::decode_top_codes<S>(top, r.w, out);
+    } else {
+      SQUEEZE_UNROLL
+      for (int h = 0; h < Values / vector_values; ++h) {
+        Arithmetic part[vector_values];
+        acc{}.decode_vector(r.v[h], part);
+        SQUEEZE_UNROLL
+        for (int c = 0; c < vector_values; ++c) out[vector_values * h + c] = part[c];
+      }
+    }
+  }
+
+ private:
+  data_handle_type p_;
+  unsigned lane_;
+  const std::uint16_t* exponents_ = nullptr;  // lean: the lane's block in tile 0
+  const std::uint32_t* codes_ = nullptr;      // lean: the first word of the lane's codes
+  std::uint32_t r0_ = 0;                      // window path: bit offset in that word
+  int last_ = 0;                              // window path: offset of the last word read
 };
 
 }  // namespace squeeze::frsz2

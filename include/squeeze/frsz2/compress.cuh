@@ -7,6 +7,13 @@
 // and the rounding carry from ballots; codes are ORed into the tile's words in shared
 // memory and the words leave in one coalesced store. Output is bit-identical to the host
 // reference encoder (format.hpp), which the GPU tests check.
+//
+// Blocks of 32 fp64 values with codes of at most 32 bits whose largest exponent lies in
+// [32, 2044] (every block of a Krylov vector) take a shorter path: q = |x| * 2^(l-2-(Eb-bias))
+// is exact in fp64 (a power of two), truncation is a conversion toward zero, and round to
+// nearest, ties away, is trunc(rz(|x| s + 0.5)), all equal to the reference's integer
+// quantize. The rounding carry is a vote on q > q_max, after which the warp quantizes again
+// with Eb + 1 (rare: a block whose largest value rounds up to the next power of two).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -81,10 +88,28 @@ class warp_compressor {
     compress_tile(v, tile, out, mode);
   }
 
-  /// Compresses a tile whose values the lanes hold (from load_tile).
-  SQUEEZE_DEVICE void compress_tile(const T (&v)[per_lane], std::size_t tile, compressed_ref<F> out,
-                                    rounding mode) {
+  /// Compresses a tile whose values the lanes hold (from load_tile) and returns its first
+  /// block's exponent word. With `store_exponent` false the caller stores the exponent words
+  /// (the bulk kernel gathers a warp's into one store; only on the shuffle path).
+  SQUEEZE_DEVICE std::uint16_t compress_tile(const T (&v)[per_lane], std::size_t tile,
+                                             compressed_ref<F> out, rounding mode,
+                                             bool store_exponent = true) {
     const unsigned lane = threadIdx.x % 32;
+    if constexpr (by_shuffles && std::is_same_v<T, double>) {
+      const auto hi = static_cast<std::uint32_t>(__double2hiint(v[0]));
+      const std::uint32_t emax = __reduce_max_sync(full_warp_mask, (hi >> 20) & 0x7ffu);
+      if (emax - 32u <= 2044u - 32u) {  // finite, Eb and Eb + 1 in the exact range
+        std::uint32_t eb = emax;
+        std::uint32_t q = quantize_exact(v[0], eb, mode);
+        if (__any_sync(full_warp_mask, q > static_cast<std::uint32_t>(F::q_max))) {
+          q = quantize_exact(v[0], ++eb, mode);
+        }
+        const std::uint32_t code = ((hi & 0x80000000u) >> (32 - F::bits)) | q;
+        const auto w = static_cast<std::uint16_t>(eb);
+        store_block(code, w, tile, out, store_exponent);
+        return w;
+      }
+    }
     std::uint32_t emax = 0;
     bool nonfinite = false;
 #pragma unroll
@@ -122,21 +147,8 @@ class warp_compressor {
     const std::size_t blocks_left = F::blocks(out.size) - first_block;
     std::uint32_t* dst = out.payload + first_block * F::words_per_block;
     if constexpr (by_shuffles) {
-      // Word j holds bits [32j, 32j + 32) of the block: the codes of values
-      // floor(32j / l) ... floor((32j + 31) / l), taken from their lanes.
-      const auto code = static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode));
-      constexpr int touching = 32 % F::bits == 0 ? 32 / F::bits : 31 / F::bits + 2;
-      const unsigned v0 = 32u * lane / F::bits;
-      std::uint32_t word = 0;
-#pragma unroll
-      for (int r = 0; r < touching; ++r) {
-        const unsigned value = v0 + r;
-        const std::uint32_t c = __shfl_sync(full_warp_mask, code, static_cast<int>(value & 31));
-        const int offset = static_cast<int>(value * F::bits) - static_cast<int>(32 * lane);
-        if (value < 32 && offset < 32) word |= offset >= 0 ? c << offset : c >> -offset;
-      }
-      if (lane < static_cast<unsigned>(F::words_per_block)) dst[lane] = word;
-      if (lane == 0) out.exponents[first_block] = w;
+      store_block(static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode)), w, tile, out,
+                  store_exponent);
     } else {
       for (int i = static_cast<int>(lane); i < tile_words<F>; i += 32) ts_.words[i] = 0;
       __syncwarp();
@@ -168,9 +180,43 @@ class warp_compressor {
       }
       __syncwarp();  // ts_ is reused by the next tile
     }
+    return w;
   }
 
  private:
+  /// q of finite x in a block of exponent eb in [32, 2045]: |x| times 2^(l-2-(eb-bias)) is
+  /// exact (a normal power of two), then cut by `mode` (see the file comment).
+  SQUEEZE_DEVICE static std::uint32_t quantize_exact(double x, std::uint32_t eb, rounding mode) {
+    const double s = __hiloint2double(static_cast<int>((2044u + F::bits - eb) << 20), 0);
+    const double y = fabs(x) * s;
+    return __double2uint_rz(mode == rounding::nearest ? __dadd_rz(y, 0.5) : y);
+  }
+
+  /// Stores a block of 32 codes, lane j holding code j: word j holds bits [32j, 32j + 32),
+  /// the codes of values floor(32j / l) ... floor((32j + 31) / l), taken from their lanes.
+  SQUEEZE_DEVICE static void store_block(std::uint32_t code, std::uint16_t w, std::size_t tile,
+                                         compressed_ref<F> out,
+                                         bool store_exponent) requires by_shuffles {
+    const unsigned lane = threadIdx.x % 32;
+    std::uint32_t word = code;
+    if constexpr (F::bits < 32) {
+      constexpr int touching = 32 % F::bits == 0 ? 32 / F::bits : 31 / F::bits + 2;
+      const unsigned v0 = 32u * lane / F::bits;
+      word = 0;
+#pragma unroll
+      for (int r = 0; r < touching; ++r) {
+        const unsigned value = v0 + r;
+        const std::uint32_t c = __shfl_sync(full_warp_mask, code, static_cast<int>(value & 31));
+        const int offset = static_cast<int>(value * F::bits) - static_cast<int>(32 * lane);
+        if (value < 32 && offset < 32) word |= offset >= 0 ? c << offset : c >> -offset;
+      }
+    }
+    if (lane < static_cast<unsigned>(F::words_per_block)) {
+      out.payload[tile * F::words_per_block + lane] = word;
+    }
+    if (store_exponent && lane == 0) out.exponents[tile] = w;
+  }
+
   TempStorage& ts_;
 };
 
@@ -224,8 +270,9 @@ requires(F::block_size <= 32) SQUEEZE_DEVICE typename F::float_type
 
 namespace detail {
 
-/// Tiles each warp loads before it encodes them (loads in flight: 4 x 8 B per lane).
-inline constexpr int compress_unroll = 4;
+/// Tiles each warp loads before it encodes them: 8 x 8 B per lane in flight, and on the
+/// shuffle path the 8 exponent words leave in one 16-byte store.
+inline constexpr int compress_unroll = 8;
 
 template <format_like F, int BlockThreads>
 SQUEEZE_KERNEL(BlockThreads)
@@ -234,6 +281,7 @@ void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rou
   constexpr int warps = BlockThreads / 32;
   __shared__ typename compressor::TempStorage storage[warps];
   compressor c{storage[threadIdx.x / 32]};
+  const unsigned lane = threadIdx.x % 32;
   const std::size_t n_tiles = tiles<F>(out.size);
   const std::size_t stride = std::size_t{gridDim.x} * warps * compress_unroll;
   for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * compress_unroll;
@@ -241,9 +289,16 @@ void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rou
     typename F::float_type v[compress_unroll][compressor::per_lane];
 #pragma unroll
     for (int u = 0; u < compress_unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
+    std::uint16_t mine = 0;  // lane u keeps tile t0 + u's exponent word
 #pragma unroll
     for (int u = 0; u < compress_unroll; ++u) {
-      if (t0 + u < n_tiles) c.compress_tile(v[u], t0 + u, out, mode);
+      if (t0 + u < n_tiles) {
+        const std::uint16_t w = c.compress_tile(v[u], t0 + u, out, mode, !compressor::by_shuffles);
+        if (lane == static_cast<unsigned>(u)) mine = w;
+      }
+    }
+    if constexpr (compressor::by_shuffles) {
+      if (lane < compress_unroll && t0 + lane < n_tiles) out.exponents[t0 + lane] = mine;
     }
   }
 }
