@@ -1,8 +1,10 @@
 // squeeze/frsz2.cuh: the FRSZ2 block-exponent codec (format and host reference, accessors,
-// warp compression and decode, owning arrays in any storage) and compressed-basis GMRES.
+// vector and tile reads, warp compression and decode, owning arrays in any storage) and
+// compressed-basis GMRES.
 #pragma once
 
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/array.cuh"
+#include "squeeze/frsz2/cb_gmres.cuh"
 #include "squeeze/frsz2/compress.cuh"
 #include "squeeze/frsz2/format.hpp"

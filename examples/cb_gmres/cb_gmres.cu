@@ -1,0 +1,336 @@
+// cb_gmres: the FRSZ2 paper's CB-GMRES experiment. Solves A x = b with restarted GMRES whose
+// Krylov basis is stored as float64, float32, float16, bfloat16 or FRSZ2 (l = 16, 21, 32), all
+// arithmetic in fp64, and compares iterations, accuracy and time with the float64 basis.
+//
+//   cb_gmres [matrix.mtx] [--generate N] [--formats LIST] [--tol T] [--max-iters K]
+//            [--restart M] [--json PATH]
+//
+// Without a file it generates the 3D convection-diffusion matrix on an N^3 grid (N = 108 by
+// default: 1,259,712 rows, 8.7 M entries, like SuiteSparse's atmosmodd). As in the paper,
+// x* = sin(i) normalized to unit norm, b = A x*, x0 = 0, restart 100, no preconditioner; the
+// stopping test is the true relative residual ||b - A x|| / ||b|| <= T.
+#include <squeeze/core.hpp>
+#include <squeeze/frsz2/cb_gmres.cuh>
+#include <squeeze/io/csr.hpp>
+#include <squeeze/io/matrix_market.hpp>
+#include <squeeze/io/stencil.hpp>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace core = squeeze::core;
+namespace frsz2 = squeeze::frsz2;
+namespace io = squeeze::io;
+
+namespace {
+
+constexpr const char* usage =
+    "usage: cb_gmres [matrix.mtx] [--generate N] [--formats LIST] [--tol T] [--max-iters K]\n"
+    "                [--restart M] [--json PATH]\n"
+    "  matrix.mtx     a square Matrix Market matrix (default: --generate 108)\n"
+    "  --generate N   the 3D convection-diffusion matrix on an N^3 grid (atmosmodd-like at 108)\n"
+    "  --formats LIST basis storages, comma-separated (default: all):\n"
+    "                 float64,float32,float16,bfloat16,frsz2_16,frsz2_21,frsz2_32\n"
+    "  --tol T        target relative residual ||b - A x|| / ||b|| (default 1e-10)\n"
+    "  --max-iters K  iteration cap per solve (default 20000)\n"
+    "  --restart M    Krylov vectors per cycle (default 100)\n"
+    "  --json PATH    also write the results as JSON\n";
+
+/// A command-line mistake: reported with the usage, exit status 2.
+struct usage_error {
+  std::string message;
+};
+
+struct arguments {
+  std::optional<std::string> matrix_file;
+  int generate = 108;
+  bool generate_given = false;
+  std::vector<std::string> formats;
+  double tolerance = 1e-10;
+  int max_iterations = 20000;
+  int restart = 100;
+  std::optional<std::string> json;
+};
+
+struct run {
+  std::string format;
+  double bits_per_value = 0;
+  frsz2::cb_gmres_result result;
+  double solution_error = 0;  ///< ||x - x*|| (x* has unit norm)
+};
+
+/// One storage: its name, its bits per value, and the solve.
+struct format_entry {
+  const char* name;
+  double bits_per_value;
+  frsz2::cb_gmres_result (*solve)(frsz2::csr_ref, std::span<const double>, std::span<double>,
+                                  const frsz2::cb_gmres_options&, cudaStream_t);
+};
+
+template <class Basis>
+constexpr format_entry entry() {
+  return {frsz2::storage_traits<Basis>::name(), frsz2::storage_traits<Basis>::bits_per_value,
+          &frsz2::cb_gmres_solve<Basis>};
+}
+
+constexpr format_entry known_formats[] = {
+    entry<double>(),
+    entry<float>(),
+    entry<__half>(),
+    entry<__nv_bfloat16>(),
+    entry<frsz2::format<16>>(),
+    entry<frsz2::format<21>>(),
+    entry<frsz2::format<32>>(),
+};
+
+const format_entry* find_format(std::string_view name) {
+  for (const format_entry& f : known_formats) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+template <class T>
+T parse_number(std::string_view option, std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end) {
+    throw usage_error{std::string{option} + ": '" + std::string{text} + "' is not a valid " +
+                      (std::is_integral_v<T> ? "integer" : "number")};
+  }
+  return value;
+}
+
+arguments parse(int argc, char** argv) {
+  arguments args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const auto value = [&]() -> std::string_view {
+      if (i + 1 >= argc) throw usage_error{std::string{arg} + " needs a value"};
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    } else if (arg == "--generate") {
+      args.generate = parse_number<int>(arg, value());
+      args.generate_given = true;
+      if (args.generate < 1 || args.generate > 600) {
+        throw usage_error{"--generate: the grid side must lie in [1, 600]"};
+      }
+    } else if (arg == "--formats") {
+      args.formats.clear();
+      std::string_view list = value();
+      while (!list.empty()) {
+        const std::size_t comma = list.find(',');
+        const std::string_view name = list.substr(0, comma);
+        if (find_format(name) == nullptr) {
+          throw usage_error{"--formats: unknown format '" + std::string{name} +
+                            "' (known: float64, float32, float16, bfloat16, frsz2_16, frsz2_21, "
+                            "frsz2_32)"};
+        }
+        args.formats.emplace_back(name);
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      }
+      if (args.formats.empty()) throw usage_error{"--formats: the list is empty"};
+    } else if (arg == "--tol") {
+      args.tolerance = parse_number<double>(arg, value());
+      if (!std::isfinite(args.tolerance) || args.tolerance < 0) {
+        throw usage_error{"--tol: the tolerance must be finite and >= 0"};
+      }
+    } else if (arg == "--max-iters") {
+      args.max_iterations = parse_number<int>(arg, value());
+      if (args.max_iterations < 0) throw usage_error{"--max-iters: must be >= 0"};
+    } else if (arg == "--restart") {
+      args.restart = parse_number<int>(arg, value());
+      if (args.restart < 1) throw usage_error{"--restart: must be >= 1"};
+    } else if (arg == "--json") {
+      args.json = std::string{value()};
+    } else if (arg.starts_with("-")) {
+      throw usage_error{"unknown option '" + std::string{arg} + "'"};
+    } else {
+      if (args.matrix_file) throw usage_error{"more than one matrix file given"};
+      args.matrix_file = std::string{arg};
+    }
+  }
+  if (args.matrix_file && args.generate_given) {
+    throw usage_error{"give a matrix file or --generate, not both"};
+  }
+  if (args.formats.empty()) {
+    for (const format_entry& f : known_formats) args.formats.emplace_back(f.name);
+  }
+  return args;
+}
+
+std::string json_string(std::string_view s) {
+  std::string out{"\""};
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void write_json(const std::string& path, const std::string& matrix_name,
+                const io::csr_matrix<double, std::int32_t>& a, const std::string& gpu,
+                const arguments& args, const std::vector<run>& runs, const run* baseline) {
+  std::ofstream out{path};
+  if (!out) throw squeeze::io_error{"cannot open '" + path + "' for writing"};
+  out << "{\n  \"matrix\": {\"name\": " << json_string(matrix_name) << ", \"rows\": " << a.rows
+      << ", \"nnz\": " << a.nnz() << "},\n"
+      << "  \"gpu\": " << json_string(gpu) << ",\n"
+      << "  \"tolerance\": " << json_number(args.tolerance) << ",\n"
+      << "  \"restart\": " << args.restart << ",\n"
+      << "  \"max_iterations\": " << args.max_iterations << ",\n"
+      << "  \"results\": [\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const run& r = runs[i];
+    const double speedup = baseline != nullptr && r.result.seconds > 0
+                               ? baseline->result.seconds / r.result.seconds
+                               : std::nan("");
+    out << "    {\"format\": " << json_string(r.format)
+        << ", \"bits_per_value\": " << json_number(r.bits_per_value)
+        << ", \"iterations\": " << r.result.iterations << ", \"restarts\": " << r.result.restarts
+        << ", \"reorthogonalizations\": " << r.result.reorthogonalizations
+        << ", \"converged\": " << (r.result.converged ? "true" : "false")
+        << ", \"relative_residual\": " << json_number(r.result.relative_residual)
+        << ", \"solution_error\": " << json_number(r.solution_error)
+        << ", \"seconds\": " << json_number(r.result.seconds)
+        << ", \"seconds_per_iteration\": " << json_number(r.result.seconds_per_iteration)
+        << ", \"speedup_vs_float64\": " << json_number(speedup)
+        << ", \"basis_bytes\": " << r.result.basis_bytes << "}"
+        << (i + 1 < runs.size() ? ",\n" : "\n");
+  }
+  out << "  ]\n}\n";
+  if (!out) throw squeeze::io_error{"writing '" + path + "' failed"};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  arguments args;
+  try {
+    args = parse(argc, argv);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "cb_gmres: %s\n%s", e.message.c_str(), usage);
+    return 2;
+  }
+
+  // The matrix, x* = sin(i) / ||sin||, b = A x*.
+  std::string matrix_name;
+  io::csr_matrix<double, std::int32_t> a;
+  if (args.matrix_file) {
+    a = io::read_matrix_market<double>(*args.matrix_file);
+    matrix_name = std::filesystem::path{*args.matrix_file}.stem().string();
+  } else {
+    a = io::convection_diffusion_3d(args.generate, args.generate, args.generate);
+    matrix_name = "convection_diffusion_" + std::to_string(args.generate) + "^3";
+  }
+  if (a.rows != a.cols) {
+    throw squeeze::invalid_argument{"the matrix is " + std::to_string(a.rows) + " x " +
+                                    std::to_string(a.cols) + "; GMRES needs a square one"};
+  }
+  const auto n = static_cast<std::size_t>(a.rows);
+  std::vector<double> x_star(n), b(n);
+  double norm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    x_star[i] = std::sin(static_cast<double>(i));
+    norm += x_star[i] * x_star[i];
+  }
+  for (double& v : x_star) v /= std::sqrt(norm);
+  io::spmv_reference(a, std::span<const double>{x_star}, std::span<double>{b});
+  std::printf("matrix: %s, %lld rows, %lld entries; tolerance %.1e, restart %d, cap %d\n",
+              matrix_name.c_str(), static_cast<long long>(a.rows), static_cast<long long>(a.nnz()),
+              args.tolerance, args.restart, args.max_iterations);
+
+  const auto presence = core::detect_devices();
+  if (!presence.present()) {
+    std::printf("cb_gmres: no CUDA device (%s); nothing to run\n", presence.reason.c_str());
+    return 0;
+  }
+  const std::string gpu = core::query_device().name;
+  std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
+
+  core::stream stream;
+  const frsz2::device_csr d_a{a.rows, a.cols, a.row_ptr, a.col_idx, a.values, stream};
+  core::device_buffer<double> d_b{n, stream};
+  core::device_buffer<double> d_x{n, stream};
+  d_b.copy_from(std::span<const double>{b}, stream);
+  const frsz2::cb_gmres_options options{
+      .restart = args.restart, .tolerance = args.tolerance, .max_iterations = args.max_iterations};
+
+  std::vector<run> runs;
+  std::vector<double> x(n);
+  std::printf("\n%-9s %6s %10s %8s %13s %11s %10s %10s %8s\n", "format", "bits", "iterations",
+              "restarts", "rel.residual", "||x - x*||", "ms/iter", "total s", "speedup");
+  for (const std::string& name : args.formats) {
+    const format_entry& f = *find_format(name);
+    // Warm-up (module load, first-touch of the allocations), then the timed solve from x0 = 0.
+    frsz2::cb_gmres_options warm = options;
+    warm.max_iterations = std::min(options.max_iterations, 2);
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(d_x.data(), 0, n * sizeof(double), stream));
+    static_cast<void>(f.solve(d_a.ref(), {d_b.data(), n}, {d_x.data(), n}, warm, stream));
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(d_x.data(), 0, n * sizeof(double), stream));
+    run r{f.name, f.bits_per_value,
+          f.solve(d_a.ref(), {d_b.data(), n}, {d_x.data(), n}, options, stream), 0.0};
+    d_x.copy_to(std::span<double>{x}, stream);
+    stream.synchronize();
+    double err = 0;
+    for (std::size_t i = 0; i < n; ++i) err += (x[i] - x_star[i]) * (x[i] - x_star[i]);
+    r.solution_error = std::sqrt(err);
+    runs.push_back(r);
+  }
+
+  const run* baseline = nullptr;
+  for (const run& r : runs) {
+    if (r.format == "float64") baseline = &r;
+  }
+  for (const run& r : runs) {
+    char speedup[16] = "n/a";
+    if (baseline != nullptr && r.result.seconds > 0) {
+      std::snprintf(speedup, sizeof speedup, "%.2fx", baseline->result.seconds / r.result.seconds);
+    }
+    std::printf("%-9s %6.2f %10d %8d %13.3e %11.3e %10.4f %10.3f %8s%s\n", r.format.c_str(),
+                r.bits_per_value, r.result.iterations, r.result.restarts,
+                r.result.relative_residual, r.solution_error, r.result.seconds_per_iteration * 1e3,
+                r.result.seconds, speedup, r.result.converged ? "" : "  (not converged)");
+  }
+  if (args.json) {
+    write_json(*args.json, matrix_name, a, gpu, args, runs, baseline);
+    std::printf("\nwrote %s\n", args.json->c_str());
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "cb_gmres: %s\n", e.what());
+  return 1;
+}
