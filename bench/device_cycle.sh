@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
-#   bench/device_cycle.sh [build] [test] [sanitize] [bench] [tour] [example]
+#   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
+# The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
+# when absent).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
 # Logs and JSON go to $OUT (or ./device-out). Stages run in the order given.
 set -uo pipefail
@@ -39,6 +41,11 @@ for stage in "${stages[@]}"; do
     bench)
       run bench.log "$build/bench/squeeze_bench_xfer" --benchmark_out="$OUT/xfer_${gpu}_${stamp}.json" \
         --benchmark_out_format=json ;;
+    frsz2)
+      run frsz2.log "$build/bench/squeeze_bench_frsz2" \
+        --benchmark_out="$OUT/frsz2_${gpu}_${stamp}.json" --benchmark_out_format=json
+      run frsz2.log "$build/examples/cb_gmres" --tol 1e-12 --max-iters 4000 \
+        --json "$OUT/cb_gmres_generated_${gpu}_${stamp}.json" ;;
     tour)
       run tour.log "$build/bench/squeeze_tour" ;;
     example)
