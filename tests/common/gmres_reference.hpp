@@ -1,6 +1,7 @@
 // tests/common/gmres_reference.hpp: the host reference of frsz2::cb_gmres.
 //
-// Restarted GMRES(m), everything in fp64 on the host, the same algorithm step for step:
+// Restarted GMRES(m) on the host, the same algorithm step for step, in fp64 (the products
+// A x by io::spmv_reference, which sums each row in long double):
 //   cycle: r = b - A x (true residual), stop when ||r|| / ||b|| <= tol or the iteration cap
 //          is reached; v_0 = r / ||r||
 //   step j: w = A v_j, omega = ||w||; classical Gram-Schmidt h = V^T w, w -= V h; one
@@ -43,19 +44,6 @@ struct gmres_reference_result {
   std::vector<double> x;
 };
 
-/// y = A x, rows accumulated in fp64 in column order.
-inline void host_spmv(const io::csr_matrix<double, std::int32_t>& a, std::span<const double> x,
-                      std::span<double> y) {
-  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows); ++r) {
-    double s = 0.0;
-    for (auto k = static_cast<std::size_t>(a.row_ptr[r]);
-         k < static_cast<std::size_t>(a.row_ptr[r + 1]); ++k) {
-      s += a.values[k] * x[static_cast<std::size_t>(a.col_idx[k])];
-    }
-    y[r] = s;
-  }
-}
-
 inline double host_dot(std::span<const double> x, std::span<const double> y) {
   double s = 0.0;
   for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
@@ -66,7 +54,7 @@ inline double host_dot(std::span<const double> x, std::span<const double> y) {
 inline double host_relative_residual(const io::csr_matrix<double, std::int32_t>& a,
                                      std::span<const double> b, std::span<const double> x) {
   std::vector<double> r(b.size());
-  host_spmv(a, x, r);
+  io::spmv_reference(a, x, std::span<double>{r});
   double rr = 0.0;
   for (std::size_t i = 0; i < r.size(); ++i) rr += (b[i] - r[i]) * (b[i] - r[i]);
   const double bb = host_dot(b, b);
@@ -93,7 +81,7 @@ inline gmres_reference_result gmres_reference(const io::csr_matrix<double, std::
   std::vector<std::vector<double>> rmat(m, std::vector<double>(m + 1));  // columns of R
   int cycles = 0;
   for (;;) {
-    host_spmv(a, x, w);
+    io::spmv_reference(a, x, std::span<double>{w});
     for (std::size_t i = 0; i < n; ++i) w[i] = b[i] - w[i];
     const double beta = std::sqrt(host_dot(w, w));
     res.relative_residual = beta / bnorm;
@@ -109,7 +97,7 @@ inline gmres_reference_result gmres_reference(const io::csr_matrix<double, std::
     g[0] = beta;
     std::size_t k = 0;
     for (std::size_t j = 0; j < m && res.iterations < opt.max_iterations; ++j) {
-      host_spmv(a, v[j], w);
+      io::spmv_reference(a, v[j], std::span<double>{w});
       const double omega = std::sqrt(host_dot(w, w));
       for (std::size_t i = 0; i <= j; ++i) h[i] = host_dot(v[i], w);
       for (std::size_t i = 0; i <= j; ++i) {

@@ -66,7 +66,7 @@ problem make_problem(std::string name, matrix a) {
   }
   for (double& v : x) v /= std::sqrt(norm);
   problem p{std::move(name), std::move(a), std::vector<double>(n)};
-  squeeze::test::host_spmv(p.a, x, p.b);
+  io::spmv_reference(p.a, x, std::span<double>{p.b});
   return p;
 }
 

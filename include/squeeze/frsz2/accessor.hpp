@@ -289,37 +289,6 @@ requires codes_tile_words<F> SQUEEZE_HOST_DEVICE void tiled_top_codes(
   }
 }
 
-/// The four codes of values index .. index + 3 (index a multiple of 4) when codes tile the
-/// payload, each at the top of a word: one aligned load of 4, 2 or 1 words.
-template <format_like F>
-requires codes_tile_words<F> SQUEEZE_HOST_DEVICE void load_top_codes(
-    const std::uint32_t* payload, std::size_t index, std::uint32_t (&top)[4]) noexcept {
-  constexpr int words = 4 * F::bits / 32;
-  std::uint32_t wd[words];
-  load_words<words>(payload + index * F::bits / 32, wd);
-  tiled_top_codes<F, 4>(wd, top);
-}
-
-/// The four codes of values k0 .. k0 + 3 of a block (k0 a multiple of 4) for lengths whose
-/// codes do not tile the words, each at the top of a word. The window's words after the
-/// first are at constant offsets; only its last word can lie past the block (then its bits
-/// are not needed), so its index alone is clamped into the block.
-template <format_like F>
-requires(!codes_tile_words<F>) SQUEEZE_HOST_DEVICE
-    void load_top_codes(const std::uint32_t* words, std::uint32_t k0,
-                        std::uint32_t (&top)[4]) noexcept {
-  constexpr int window = window_words<F>;
-  const std::uint32_t bit = k0 * F::bits;
-  const std::uint32_t ws = bit / 32;
-  const std::uint32_t* at = words + ws;  // one address: the loads take constant offsets
-  std::uint32_t wd[window];
-  SQUEEZE_UNROLL
-  for (int m = 0; m + 1 < window; ++m) wd[m] = at[m];
-  const bool inside = ws + window - 1 < static_cast<std::uint32_t>(F::words_per_block);
-  wd[window - 1] = *(inside ? at + (window - 1) : words + (F::words_per_block - 1));
-  window_top_codes<F>(wd, bit % 32, top);
-}
-
 /// Codes of a block with exponent word w, each at the top of a word, decoded: by decode_top
 /// for ordinary blocks, by decode_code for blocks with infinities, NaN or Eb < 32.
 template <format_like F, class Arithmetic, int N>
@@ -337,19 +306,77 @@ SQUEEZE_HOST_DEVICE void decode_top_codes(const std::uint32_t (&top)[N], std::ui
   }
 }
 
-/// The raw words a tile_reader loads for a thread's values, and their block's exponent word.
-template <int Words>
-struct raw_codes {
-  std::uint32_t words[Words];
-  std::uint16_t w;
-};
-
 /// FRSZ2 formats whose vector reads load codes and decode them in 32-bit pieces: fp64
 /// values, codes of at most 32 bits, blocks of a multiple of 4 values.
 template <class F>
 concept word_decoded_format =
     format_like<F> && std::is_same_v<typename F::float_type, double> && F::bits <= 32 &&
     F::block_size % 4 == 0;
+
+/// Where the codes of N consecutive values of one block live (a word_decoded_format whose
+/// block size N divides), worked out once from the first value's index: the block's exponent
+/// word, the first word of the codes and their bit offset r0 in it. read(b) loads the codes
+/// of the same values b blocks further on; decode() turns a read into values. Codes of
+/// 8, 16 or 32 bits are one aligned load; other lengths load the window of words they touch,
+/// whose last word alone can lie past the block (its bits are then unused): that one is read
+/// from the block's last word instead.
+template <word_decoded_format F, int N>
+struct code_run {
+  static_assert(F::block_size % N == 0, "frsz2::code_run: N values must lie in one block");
+  static constexpr bool tiled = codes_tile_words<F>;
+  static constexpr int words = tiled ? N * F::bits / 32 : window_words<F, N>;
+  struct raw {
+    std::uint32_t words[code_run::words];
+    std::uint16_t w;  // the block's exponent word
+  };
+
+  const std::uint16_t* exponent = nullptr;
+  const std::uint32_t* codes = nullptr;
+  std::uint32_t r0 = 0;  // window: the first code's bit offset in codes[0]
+  int last = words - 1;  // window: the offset of the last word read
+
+  /// The run of values index .. index + N - 1 (index a multiple of N).
+  SQUEEZE_HOST_DEVICE code_run(const compressed_handle<F>& p, std::size_t index) noexcept {
+    const std::size_t block = index / F::block_size;
+    const auto bit = static_cast<std::uint32_t>(index % F::block_size) * F::bits;
+    exponent = p.exponents + block;
+    codes = p.payload + block * F::words_per_block + bit / 32;
+    if constexpr (!tiled) {
+      r0 = bit % 32;
+      const std::uint32_t ws = bit / 32;
+      if (ws + words > static_cast<std::uint32_t>(F::words_per_block)) {
+        last = static_cast<int>(F::words_per_block - 1 - ws);
+      }
+    }
+  }
+
+  /// Loads the run's codes `blocks_on` blocks further on, and their exponent word.
+  SQUEEZE_HOST_DEVICE raw read(std::size_t blocks_on) const noexcept {
+    raw r;
+    r.w = exponent[blocks_on];
+    const std::uint32_t* at = codes + blocks_on * F::words_per_block;
+    if constexpr (tiled) {
+      load_words<words>(at, r.words);
+    } else {
+      SQUEEZE_UNROLL
+      for (int m = 0; m + 1 < words; ++m) r.words[m] = at[m];
+      r.words[words - 1] = at[last];
+    }
+    return r;
+  }
+
+  /// The values of a read (r0: the run's bit offset; unused when codes tile the words).
+  template <class Arithmetic>
+  SQUEEZE_HOST_DEVICE static void decode(const raw& r, std::uint32_t r0,
+                                         Arithmetic (&out)[N]) noexcept {
+    std::uint32_t top[N];
+    if constexpr (tiled)
+      tiled_top_codes<F, N>(r.words, top);
+    else
+      window_top_codes<F, N>(r.words, r0, top);
+    decode_top_codes<F>(top, r.w, out);
+  }
+};
 
 /// What read_vector fetches for four consecutive values, before decode_vector converts them:
 /// kept apart so a loop can issue all its reads before it decodes any (a decode with a
@@ -359,11 +386,11 @@ template <storage S, class Arithmetic>
 struct raw_vector {
   S v[4];
 };
-/// word_decoded_format: the codes (at the tops of words) and the block's exponent word.
+/// word_decoded_format: the run's words and exponent word, and its bit offset.
 template <word_decoded_format F, class Arithmetic>
 struct raw_vector<F, Arithmetic> {
-  std::uint32_t top[4];
-  std::uint16_t w;
+  typename code_run<F, 4>::raw codes;
+  std::uint32_t r0;
 };
 /// Other FRSZ2 formats: the values, decoded by access() when read.
 template <format_like F, class Arithmetic>
@@ -375,21 +402,14 @@ requires(!word_decoded_format<F>) struct raw_vector<F, Arithmetic> {
 template <format_like F, class Arithmetic>
 SQUEEZE_HOST_DEVICE raw_vector<F, Arithmetic> read_vector(const compressed_handle<F>& p,
                                                           std::size_t i) noexcept {
-  raw_vector<F, Arithmetic> r;
-  if constexpr (requires { r.top; }) {
-    const std::size_t index = p.first + i;
-    const std::size_t block = index / F::block_size;
-    r.w = p.exponents[block];
-    if constexpr (codes_tile_words<F>) {
-      load_top_codes<F>(p.payload, index, r.top);
-    } else {
-      load_top_codes<F>(p.payload + block * F::words_per_block,
-                        static_cast<std::uint32_t>(index % F::block_size), r.top);
-    }
+  if constexpr (word_decoded_format<F>) {
+    const code_run<F, 4> run{p, p.first + i};
+    return {run.read(0), run.r0};
   } else {
+    raw_vector<F, Arithmetic> r;
     for (int c = 0; c < 4; ++c) r.v[c] = static_cast<Arithmetic>(access_value<F>(p, i + c));
+    return r;
   }
-  return r;
 }
 
 /// Reads p[0 .. 3] of plain storage (p aligned to 4 values): one vector load on the GPU.
@@ -413,8 +433,8 @@ SQUEEZE_HOST_DEVICE raw_vector<S, Arithmetic> read_vector(const S* p) noexcept {
 template <storage S, class Arithmetic>
 SQUEEZE_HOST_DEVICE void decode_vector(const raw_vector<S, Arithmetic>& r,
                                        Arithmetic (&out)[4]) noexcept {
-  if constexpr (requires { r.top; }) {
-    decode_top_codes<S>(r.top, r.w, out);
+  if constexpr (word_decoded_format<S>) {
+    code_run<S, 4>::decode(r.codes, r.r0, out);
   } else if constexpr (format_like<S>) {
     for (int c = 0; c < 4; ++c) out[c] = r.v[c];
   } else {
@@ -500,6 +520,19 @@ struct accessor<F, Arithmetic> {
   }
 };
 
+namespace detail {
+/// The code_run a tile_reader keeps: code_run<S, V> on its lean path, nothing otherwise.
+struct no_run {};
+template <class S, int V, bool Lean>
+struct tile_run {
+  using type = no_run;
+};
+template <class S, int V>
+struct tile_run<S, V, true> {
+  using type = code_run<S, V>;
+};
+}  // namespace detail
+
 /// Reads a vector by tiles of 32 x Values values, Values (4 or 8) per thread: in tile t the
 /// thread in lane j (of the warp that reads the tile together) gets values
 /// t * tile_values + j * Values .. + Values - 1 of the handle. What depends only on the lane
@@ -522,90 +555,44 @@ class tile_reader {
 
  private:
   static constexpr bool lean = [] {
-    if constexpr (format_like<S>) {
-      return std::is_same_v<typename S::float_type, double> && S::bits <= 32 &&
-             S::block_size >= Values && tile_values % S::block_size == 0;
-    } else {
-      return false;
-    }
-  }();
-  static constexpr bool tiled = [] {
-    if constexpr (lean)
-      return detail::codes_tile_words<S>;
+    if constexpr (detail::word_decoded_format<S>)
+      return S::block_size % Values == 0 && tile_values % S::block_size == 0;
     else
       return false;
   }();
-  static constexpr int words = [] {  // words one read loads
-    if constexpr (tiled)
-      return Values * S::bits / 32;
-    else if constexpr (lean)
-      return detail::window_words<S, Values>;
-    else
-      return 1;
-  }();
-  struct plain_raw {
-    typename acc::vector_type v[Values / vector_values];
+  struct fallback {  // other storage: Values / 4 accessor::read_vector reads
+    struct raw {
+      typename acc::vector_type v[Values / vector_values];
+    };
   };
+  using run_type = typename detail::tile_run<S, Values, lean>::type;
 
  public:
   /// What read() returns and decode() converts.
-  using vector_type = std::conditional_t<lean, detail::raw_codes<words>, plain_raw>;
+  using vector_type = typename std::conditional_t<lean, run_type, fallback>::raw;
 
   /// The reader of thread `lane` (0 .. 31) of the warps that read the vector behind `p`.
   SQUEEZE_HOST_DEVICE tile_reader(const data_handle_type& p, unsigned lane) noexcept
-      : p_{p}, lane_{lane} {
-    if constexpr (lean) {
-      const std::size_t first_block = p.first / S::block_size + Values * lane / S::block_size;
-      exponents_ = p.exponents + first_block;
-      if constexpr (tiled) {
-        codes_ = p.payload + (p.first + Values * lane) * S::bits / 32;
-      } else {
-        const auto k0 = static_cast<std::uint32_t>(Values * lane % S::block_size);
-        const std::uint32_t bit = k0 * S::bits;
-        const std::uint32_t ws = bit / 32;
-        r0_ = bit % 32;
-        codes_ = p.payload + first_block * S::words_per_block + ws;
-        // The window's last word may lie past the block (its bits are then unused): read the
-        // block's last word instead.
-        last_ = ws + words - 1 < static_cast<std::uint32_t>(S::words_per_block)
-                    ? words - 1
-                    : static_cast<int>(S::words_per_block - 1 - ws);
-      }
-    }
-  }
+      : p_{p}, lane_{lane}, run_{make_run(p, lane)} {}
 
   /// Loads this thread's values of tile t.
   SQUEEZE_HOST_DEVICE vector_type read(std::size_t t) const noexcept {
-    vector_type r;
     if constexpr (lean) {
-      constexpr std::size_t blocks = tile_values / S::block_size;  // per tile
-      r.w = exponents_[t * blocks];
-      if constexpr (tiled) {
-        detail::load_words<words>(codes_ + t * (tile_values * S::bits / 32), r.words);
-      } else {
-        const std::uint32_t* at = codes_ + t * (blocks * S::words_per_block);
-        SQUEEZE_UNROLL
-        for (int m = 0; m + 1 < words; ++m) r.words[m] = at[m];
-        r.words[words - 1] = at[last_];
-      }
+      return run_.read(t * (tile_values / S::block_size));
     } else {
+      vector_type r;
       SQUEEZE_UNROLL
       for (int h = 0; h < Values / vector_values; ++h) {
         r.v[h] = acc{}.read_vector(p_, t * tile_values + Values * lane_ + vector_values * h);
       }
+      return r;
     }
-    return r;
   }
 
   /// The values of a read.
   SQUEEZE_HOST_DEVICE void decode(const vector_type& r, Arithmetic (&out)[Values]) const noexcept {
     if constexpr (lean) {
-      std::uint32_t top[Values];
-      if constexpr (tiled)
-        detail::tiled_top_codes<S, Values>(r.words, top);
-      else
-        detail::window_top_codes<S, Values>(r.words, r0_, top);
-      detail::decode_top_codes<S>(top, r.w, out);
+      run_type::decode(r, run_.r0, out);
     } else {
       SQUEEZE_UNROLL
       for (int h = 0; h < Values / vector_values; ++h) {
@@ -618,12 +605,16 @@ class tile_reader {
   }
 
  private:
+  SQUEEZE_HOST_DEVICE static run_type make_run(const data_handle_type& p, unsigned lane) noexcept {
+    if constexpr (lean)
+      return run_type{p, p.first + Values * lane};  // the lane's values in tile 0
+    else
+      return {};
+  }
+
   data_handle_type p_;
   unsigned lane_;
-  const std::uint16_t* exponents_ = nullptr;  // lean: the lane's block in tile 0
-  const std::uint32_t* codes_ = nullptr;      // lean: the first word of the lane's codes
-  std::uint32_t r0_ = 0;                      // window path: bit offset in that word
-  int last_ = 0;                              // window path: offset of the last word read
+  run_type run_;
 };
 
 }  // namespace squeeze::frsz2

@@ -328,9 +328,8 @@ void spmv_kernel(csr_ref a, Acc acc, typename Acc::data_handle_type x, const dou
 /// the last tile again (its rows of w and of the target read as 0, and are not written).
 template <int T>
 struct warp_tiles {
-  std::size_t first;
   std::size_t at[T];
-  SQUEEZE_DEVICE warp_tiles(std::size_t t0, std::size_t tiles) : first{t0} {
+  SQUEEZE_DEVICE warp_tiles(std::size_t t0, std::size_t tiles) {
 #pragma unroll
     for (int k = 0; k < T; ++k) at[k] = t0 + k < tiles ? t0 + k : tiles - 1;
   }

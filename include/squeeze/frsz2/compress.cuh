@@ -143,13 +143,13 @@ class warp_compressor {
     const bool block_carries = (__ballot_sync(full_warp_mask, carry) & group_mask) != 0;
     const std::uint16_t w = exponent_word<F>(emax, block_nonfinite, block_carries);
 
-    const std::size_t first_block = tile * (tile_values<F> / F::block_size);
-    const std::size_t blocks_left = F::blocks(out.size) - first_block;
-    std::uint32_t* dst = out.payload + first_block * F::words_per_block;
     if constexpr (by_shuffles) {
       store_block(static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode)), w, tile, out,
                   store_exponent);
     } else {
+      const std::size_t first_block = tile * (tile_values<F> / F::block_size);
+      const std::size_t blocks_left = F::blocks(out.size) - first_block;
+      std::uint32_t* dst = out.payload + first_block * F::words_per_block;
       for (int i = static_cast<int>(lane); i < tile_words<F>; i += 32) ts_.words[i] = 0;
       __syncwarp();
 #pragma unroll
