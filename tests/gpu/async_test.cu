@@ -1,6 +1,7 @@
 // xfer asynchronous loads into shared memory: every source alignment 0..127 and lengths
-// to beyond 4 KiB, warp and block variants, the libcu++ pipeline overload, and a
-// double-buffered stream of bounded loads (the shape IBP's decoder uses).
+// to beyond 4 KiB, warp and block variants, the libcu++ pipeline overload, the
+// synchronous warp_load and the two-step warp_staged_load (registers, then shared memory),
+// and a double-buffered stream of bounded loads.
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/xfer/async.cuh>
@@ -30,7 +31,15 @@ struct load_job {
   std::size_t n;
 };
 
-enum class api { warp, warp_readable, warp_pipeline, block };
+enum class api {
+  warp,
+  warp_readable,
+  warp_pipeline,
+  block,
+  warp_sync,          // warp_load, reading whole edge granules inside the pool
+  warp_staged,        // warp_staged_load<2>, reading whole edge granules inside the pool
+  warp_staged_exact,  // warp_staged_load<1>, reading exactly the range
+};
 constexpr std::size_t max_len = 4400;
 constexpr std::size_t smem_bytes = xfer::window_bytes(max_len);
 
@@ -60,6 +69,20 @@ void load_jobs(const load_job* jobs, const std::byte* src, std::byte* dst, unsig
     pipe.consumer_wait();
     __syncwarp();
     pipe.consumer_release();
+  } else if constexpr (Api == api::warp_sync) {
+    w = xfer::warp_load(window, src + job.src_offset, job.n,
+                        xfer::readable_range::of(src, pool_bytes));
+  } else if constexpr (Api == api::warp_staged || Api == api::warp_staged_exact) {
+    constexpr unsigned waves = Api == api::warp_staged ? 2 : 1;
+    const std::byte* from = src + job.src_offset;
+    const auto readable = Api == api::warp_staged ? xfer::readable_range::of(src, pool_bytes)
+                                                  : xfer::readable_range::of(from, job.n);
+    xfer::warp_staged_load<waves> staged;
+    staged.issue(from, job.n, readable);
+    // Work between the steps that writes the window: issue() must not have touched it.
+    for (std::size_t i = threadIdx.x; i < smem_bytes; i += 32) window[i] = std::byte{0x5A};
+    __syncwarp();
+    w = staged.land(window, from, job.n, readable);
   } else {
     w = xfer::block_load_async<Threads>(window, src + job.src_offset, job.n);
     xfer::async_commit();
@@ -211,6 +234,37 @@ TEST_P(AsyncTest, WarpLoadThroughPipeline) {
       [&](const load_job* j, std::byte* d, unsigned* o) {
         load_jobs<api::warp_pipeline, 32>
             <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
+}
+
+TEST_P(AsyncTest, SynchronousWarpLoadEveryAlignment) {
+  const auto jobs = make_jobs(16, 4);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp_sync, 32>
+            <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
+}
+
+// Lengths to 4400 B: ranges wholly in registers and ranges whose rest land() loads.
+TEST_P(AsyncTest, StagedWarpLoadEveryAlignment) {
+  const auto jobs = make_jobs(17, 4);
+  check(
+      jobs,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp_staged, 32>
+            <<<static_cast<unsigned>(jobs.size()), 32>>>(j, src_, d, o, pool_bytes);
+      },
+      true);
+  const auto exact = make_jobs(18, 4);
+  check(
+      exact,
+      [&](const load_job* j, std::byte* d, unsigned* o) {
+        load_jobs<api::warp_staged_exact, 32>
+            <<<static_cast<unsigned>(exact.size()), 32>>>(j, src_, d, o, pool_bytes);
       },
       true);
 }

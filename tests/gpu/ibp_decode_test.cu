@@ -168,9 +168,11 @@ namespace ibp_decode_test {
 template <std::uint32_t Workspace>
 struct small_workspace {
   static constexpr int block_threads = 128;
+  static constexpr int min_blocks_per_sm = 5;
   struct decode {
     static constexpr std::uint32_t workspace_bytes = Workspace;
     static constexpr bool async_loads = false;
+    static constexpr unsigned prefetch_waves = 1;
   };
 };
 
@@ -330,28 +332,107 @@ void decode_each_row(const std::byte* data, const std::uint64_t* offsets, std::s
 
 }  // namespace ibp_decode_test
 
+namespace ibp_decode_test {
+
+// Runs kernel<<<blocks, 32>>>(data, offsets, rows, data_bytes, codebook, out, status) over
+// the condensed set in mapped host memory, out poisoned with 0xA5 first; returns out.
+template <class Kernel>
+std::vector<std::byte> run_user_kernel(Kernel kernel, unsigned blocks,
+                                       const ibp::compressed_set& set, const ibp::codebook& cb,
+                                       std::size_t rows, status& s) {
+  const squeeze::test::source_bytes stored{source_kind::mapped_host, set.data};
+  const device_codebook dcb{cb};
+  core::device_buffer<std::uint64_t> offsets{set.offsets.size()};
+  core::device_buffer<std::byte> out{rows * cb.tensor_bytes};
+  core::device_buffer<status> st{1};
+  SQUEEZE_CUDA_TRY(
+      cudaMemcpy(offsets.data(), set.offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice));
+  SQUEEZE_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));
+  SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
+  kernel<<<blocks, 32>>>(stored.data(), offsets.data(), rows, set.data.size(), dcb.ref(),
+                         out.data(), st.data());
+  SQUEEZE_CHECK_LAUNCH();
+  std::vector<std::byte> back(out.bytes());
+  SQUEEZE_CUDA_TRY(cudaMemcpy(back.data(), out.data(), back.size(), cudaMemcpyDeviceToHost));
+  SQUEEZE_CUDA_TRY(cudaMemcpy(&s, st.data(), sizeof s, cudaMemcpyDeviceToHost));
+  return back;
+}
+
+}  // namespace ibp_decode_test
+
 TEST(IbpDecoder, OneCallDecodeInAUserKernel) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t rows = 300, row_bytes = 1000;
   const auto data = mixed_rows(rows, row_bytes, 5);
   const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
   const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
-  const squeeze::test::source_bytes stored{source_kind::mapped_host, set.data};
-  const device_codebook dcb{cb};
-  core::device_buffer<std::uint64_t> offsets{set.offsets.size()};
-  core::device_buffer<std::byte> out{data.size()};
-  core::device_buffer<status> st{1};
-  SQUEEZE_CUDA_TRY(
-      cudaMemcpy(offsets.data(), set.offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice));
-  SQUEEZE_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));
-  SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
-  decode_each_row<<<64, 32>>>(stored.data(), offsets.data(), rows, set.data.size(), dcb.ref(),
-                              out.data(), st.data());
-  SQUEEZE_CHECK_LAUNCH();
-  std::vector<std::byte> back(data.size());
-  SQUEEZE_CUDA_TRY(cudaMemcpy(back.data(), out.data(), back.size(), cudaMemcpyDeviceToHost));
   status s{};
-  SQUEEZE_CUDA_TRY(cudaMemcpy(&s, st.data(), sizeof s, cudaMemcpyDeviceToHost));
+  const auto back = run_user_kernel(decode_each_row, 64, set, cb, rows, s);
   EXPECT_EQ(s, status::ok);
   EXPECT_EQ(squeeze::test::first_mismatch(back.data(), data.data(), data.size()), -1);
+}
+
+namespace ibp_decode_test {
+
+// One warp per row, the next row prefetched into registers while this one decodes: the
+// shape of the library's gather, in a user's kernel, with a decoder for one chunk size.
+template <unsigned Chunk>
+SQUEEZE_KERNEL(32)
+void decode_rows_prefetched(const std::byte* data, const std::uint64_t* offsets, std::size_t rows,
+                            std::uint64_t data_bytes, ibp::codebook_ref cb, std::byte* out,
+                            squeeze::status* st) {
+  using decoder = ibp::warp_decoder<ibp::decode_policy, true, Chunk>;
+  __shared__ typename decoder::TempStorage storage;
+  decoder dec{storage, cb};
+  typename decoder::stage staged;
+  const auto row = [&](std::size_t r) {
+    ibp::row_source s;
+    s.src = data + offsets[r];
+    s.stored = static_cast<std::uint32_t>(offsets[r + 1] - offsets[r]);
+    s.readable = squeeze::xfer::readable_range::of(data, data_bytes);
+    s.codebook = cb;
+    return s;
+  };
+  std::size_t r = blockIdx.x;
+  if (r >= rows) return;
+  decoder::prefetch(row(r), staged);
+  for (; r < rows; r += gridDim.x) {
+    __syncwarp();  // the workspace's last row is decoded
+    dec.land(row(r), staged);
+    if (r + gridDim.x < rows) decoder::prefetch(row(r + gridDim.x), staged);
+    const status s = dec.decode_loaded(out + r * cb.tensor_bytes);
+    if (threadIdx.x == 0 && s != status::ok) *st = s;
+  }
+}
+
+}  // namespace ibp_decode_test
+
+// prefetch/land in a user kernel, with decoders for any chunk size and for the set's
+// own; a decoder compiled for another chunk size reports every compressed row and leaves
+// it untouched (raw rows do not depend on the chunk size: it copies them).
+TEST(IbpDecoder, PrefetchedRowsInAUserKernel) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t rows = 300, row_bytes = 1000;
+  const auto data = mixed_rows(rows, row_bytes, 6);
+  const auto cb = squeeze::test::best_codebook(data, rows, row_bytes, 4);
+  const auto set = ibp::compress(data, rows, cb, ibp::layout::condensed);
+  for (auto kernel : {decode_rows_prefetched<0>, decode_rows_prefetched<4>}) {
+    status s{};
+    const auto back = run_user_kernel(kernel, 37, set, cb, rows, s);
+    EXPECT_EQ(s, status::ok);
+    EXPECT_EQ(squeeze::test::first_mismatch(back.data(), data.data(), data.size()), -1);
+  }
+  status s{};
+  const auto back = run_user_kernel(decode_rows_prefetched<2>, 37, set, cb, rows, s);
+  EXPECT_EQ(s, status::invalid_argument);
+  std::vector<std::byte> want(data.size(), std::byte{0xA5});
+  std::size_t raw = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (!set.is_raw(r)) continue;
+    ++raw;
+    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(r * row_bytes), row_bytes,
+                want.begin() + static_cast<std::ptrdiff_t>(r * row_bytes));
+  }
+  ASSERT_LT(raw, rows);
+  EXPECT_EQ(squeeze::test::first_mismatch(back.data(), want.data(), want.size()), -1);
 }

@@ -145,23 +145,23 @@ SQUEEZE_DEVICE row_location locate(const cache_request<Index>& req, std::size_t 
   if (!cache_find(req.cache, r, h)) return place_row(req.set, r, s);
   if (req.hits != nullptr && core::arch::lane_id() == 0) atomicAdd(req.hits, 1ULL);
   const std::uint32_t slab = h.slab();
-  const std::uint32_t l = s.codebook.tensor_bytes;
+  const std::uint32_t l = s.row.codebook.tensor_bytes;
   const std::uint32_t stored = h.stored();
   if (slab >= req.cache.slab_count || stored == 0 || stored > l || h.compressed() != (stored < l) ||
       h.offset() + stored > req.cache.slab_bytes[slab]) {
     s.st = status::corrupt;
     return s;
   }
-  s.src = req.cache.slabs[slab] + h.offset();
-  s.stored = stored;
-  s.readable = xfer::readable_range::of(req.cache.slabs[slab], req.cache.slab_bytes[slab]);
+  s.row.src = req.cache.slabs[slab] + h.offset();
+  s.row.stored = stored;
+  s.row.readable = xfer::readable_range::of(req.cache.slabs[slab], req.cache.slab_bytes[slab]);
   return s;
 }
 
-template <class Policy, bool Streaming, class Index>
-SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, 5)
+template <class Policy, bool Streaming, unsigned Chunk, class Index>
+SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, Policy::min_blocks_per_sm)
 void cache_gather_kernel(cache_request<Index> req) {
-  gather_loop<Policy, Streaming>(req, req.set);
+  gather_loop<Policy, Streaming, Chunk>(req, req.set);
 }
 
 }  // namespace detail
@@ -183,13 +183,12 @@ void gather_cached(const gather_args<Index>& a, const cache_ref& cache, cudaStre
                   "ibp::gather_cached: at most 8 slabs");
   if (a.count == 0) return;
   const detail::cache_request<Index> req{a, cache, hits};
-  if (row_codebook(a).tensor_bytes <= Policy::decode::workspace_bytes) {
-    detail::launch_persistent<Policy, detail::cache_gather_kernel<Policy, false, Index>>(
+  detail::with_kernel_shape<Policy>(row_codebook(a), [&](auto streaming, auto chunk) {
+    detail::launch_persistent<Policy,
+                              detail::cache_gather_kernel<Policy, decltype(streaming)::value,
+                                                          decltype(chunk)::value, Index>>(
         req, a.count, stream);
-  } else {
-    detail::launch_persistent<Policy, detail::cache_gather_kernel<Policy, true, Index>>(
-        req, a.count, stream);
-  }
+  });
 }
 
 /// A static compressed cache of rows in GPU memory (see the top of this file).
@@ -310,8 +309,8 @@ class compressed_cache {
     if (row.empty() || row.size() > l || set.is_raw(r) != (row.size() == l)) {
       throw format_error{"ibp::compressed_cache: row " + std::to_string(r) + " stores " +
                          std::to_string(row.size()) + " bytes, which is not a " +
-                         (set.is_raw(r) ? "raw" : "compressed") + " row of a " +
-                         std::to_string(l) + "-byte tensor"};
+                         (set.is_raw(r) ? "raw" : "compressed") + " row of a " + std::to_string(l) +
+                         "-byte tensor"};
     }
     return row;
   }

@@ -126,6 +126,58 @@ struct lane_chunks {
   }
 };
 
+/// Bits of a 4-byte word of chunks (C <= 4) that participation saves: a participating
+/// chunk stores 8C - popc(mask) bits instead of 8C, so the word saves popc(mask & equal),
+/// `equal` marking the bytes of chunks whose masked bits equal Bitval.
+template <unsigned C>
+SQUEEZE_DEVICE std::uint32_t saved_bits(std::uint32_t x, std::uint32_t m, std::uint32_t b) {
+  std::uint32_t equal;
+  if constexpr (C == 1) {
+    equal = __vcmpeq4(x & m, b);
+  } else if constexpr (C == 2) {
+    equal = __vcmpeq2(x & m, b);
+  } else {
+    equal = (x & m) == b ? ~0u : 0u;
+  }
+  return static_cast<std::uint32_t>(__popc(m & equal));
+}
+
+/// Payload bits of this lane's 16 / C chunks from `first` (lane_chunks{row, cb,
+/// first}.bits): when its 16 bytes of row, mask and bitval are whole and aligned, from
+/// three 16-byte loads and byte-parallel compares (128 bits less what participation
+/// saves), else chunk by chunk.
+template <unsigned C, bool Shared>
+SQUEEZE_DEVICE std::uint32_t lane_payload_bits(const std::byte* row, const codebook_ref& cb,
+                                               std::uint32_t first) {
+  constexpr unsigned per_lane = 16 / C;
+  const std::size_t at = std::size_t{first} * C;
+  const auto aligned = [](const std::byte* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  };
+  if (first + per_lane > cb.tensor_bytes / C || !aligned(row + at) || !aligned(cb.mask + at) ||
+      !aligned(cb.bitval + at)) {
+    return lane_chunks<C, Shared>{row, cb, first}.bits;
+  }
+  const auto* xp = reinterpret_cast<const uint4*>(row + at);
+  const uint4 x = Shared ? *xp : __ldcg(xp);
+  const uint4 m = __ldg(reinterpret_cast<const uint4*>(cb.mask + at));
+  const uint4 b = __ldg(reinterpret_cast<const uint4*>(cb.bitval + at));
+  std::uint32_t saved = 0;
+  if constexpr (C == 8) {
+    const auto half = [](std::uint32_t x0, std::uint32_t x1, std::uint32_t m0, std::uint32_t m1,
+                         std::uint32_t b0, std::uint32_t b1) {
+      return (x0 & m0) == b0 && (x1 & m1) == b1
+                 ? static_cast<std::uint32_t>(__popc(m0) + __popc(m1))
+                 : 0u;
+    };
+    saved = half(x.x, x.y, m.x, m.y, b.x, b.y) + half(x.z, x.w, m.z, m.w, b.z, b.w);
+  } else {
+    saved = saved_bits<C>(x.x, m.x, b.x) + saved_bits<C>(x.y, m.y, b.y) +
+            saved_bits<C>(x.z, m.z, b.z) + saved_bits<C>(x.w, m.w, b.w);
+  }
+  return 128 - saved;
+}
+
 /// Stored bytes of row r (warp per row).
 template <unsigned C, bool Shared = false>
 SQUEEZE_DEVICE std::uint32_t warp_stored_bytes(const std::byte* row, const codebook_ref& cb) {
@@ -133,7 +185,7 @@ SQUEEZE_DEVICE std::uint32_t warp_stored_bytes(const std::byte* row, const codeb
   const unsigned lane = core::arch::lane_id();
   std::uint64_t bits = 0;
   for (std::uint32_t group = 0; group < cb.chunks(); group += per_group) {
-    bits += lane_chunks<C, Shared>{row, cb, group + lane * (16 / C)}.bits;
+    bits += lane_payload_bits<C, Shared>(row, cb, group + lane * (16 / C));
   }
 #pragma unroll
   for (unsigned d = warp_threads / 2; d > 0; d /= 2)

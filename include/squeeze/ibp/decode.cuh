@@ -9,6 +9,16 @@
 //   xfer::warp_async_wait<0>();                          // (or <1> with one more in flight)
 //   status st = dec.decode_loaded(dst);                  // dst: [tensor_bytes]
 //
+// or, to keep a row's bytes on their way while the warp decodes the row before (what
+// ibp::gather_rows does; ordinary loads, which read mapped host memory at the link rate):
+//
+//   ibp::warp_decoder<>::stage next;                     // registers
+//   ibp::warp_decoder<>::prefetch(row_b, next);          // row_b: ibp::row_source
+//   st = dec.decode_loaded(dst_a);                       // row a, landed before
+//   __syncwarp();
+//   dec.land(row_b, next);                               // into the workspace, and the rest
+//   st = dec.decode_loaded(dst_b);
+//
 // A row of `stored_bytes` bytes is raw when stored_bytes == tensor_bytes, compressed
 // (ibp/format.hpp) when smaller. The decoder pulls the stored bytes into its shared
 // workspace through xfer's loads (16-byte granules, 128-byte segments; synchronous by
@@ -20,7 +30,7 @@
 //
 // An in-place row (ibp/dataset.hpp) carries no size: load_in_place reads its participation
 // bits first, sums the lengths they imply, then reads the rest of the stream (two
-// dependent reads, both synchronous). A row longer than the workspace is streamed: the
+// dependent reads; prefetch() starts the first, land() does the second). A row longer than the workspace is streamed: the
 // decoder reads it group by group through two windows of the workspace (participation
 // bits, payload), so rows of any length decode with the same TempStorage (policies with
 // workspace_bytes >= 1024; smaller workspaces report such rows as status::invalid_argument).
@@ -56,6 +66,10 @@ struct decode_policy {
   /// of the ideal rate at 9-50 % savings; ordinary loads reached 0.93-0.97
   /// (docs/RESULTS.md, ibp).
   static constexpr bool async_loads = false;
+  /// prefetch() carries the first prefetch_waves · 512 bytes of a row in registers
+  /// (4 · prefetch_waves of them a lane) while the warp decodes the row before; the rest
+  /// is loaded when it lands. 2 covers rows stored in up to ~1 KiB.
+  static constexpr unsigned prefetch_waves = 2;
 };
 
 // (clang-format 14 mangles concept definitions)
@@ -64,8 +78,19 @@ template <class P>
 concept decode_policy_like = requires {
   { P::workspace_bytes } -> std::convertible_to<std::uint32_t>;
   { P::async_loads } -> std::convertible_to<bool>;
-} && (P::workspace_bytes >= 16);
+  { P::prefetch_waves } -> std::convertible_to<unsigned>;
+} && (P::workspace_bytes >= 16) && (P::prefetch_waves >= 1);
 // clang-format on
+
+/// A stored row as a decoder reads it: where it lies, how it is stored, its codebook.
+struct row_source {
+  const std::byte* src = nullptr;
+  std::uint32_t stored = 0;       ///< bytes; unused for an in-place row (found from its bits)
+  bool in_place = false;          ///< in an in-place slot of tensor_bytes bytes
+  bool raw = false;               ///< in place only: the set's raw-row bit
+  xfer::readable_range readable;  ///< holds [src, src + stored) (in place: the slot)
+  codebook_ref codebook;
+};
 
 namespace detail {
 
@@ -196,38 +221,89 @@ struct streamed_bits {
   }
 };
 
+/// The 16 bytes of a codebook array (mask or bitval) at chunk `first` as two little-endian
+/// words: one 16-byte load when the lane's chunks are whole and aligned (the usual case),
+/// else chunk by chunk, zero past the lane's `mine` chunks.
+template <unsigned C>
+SQUEEZE_DEVICE void load_codebook_lane(const std::byte* base, const codebook_ref& cb,
+                                       std::uint32_t first, unsigned mine,
+                                       std::uint64_t (&out)[2]) {
+  constexpr unsigned per_lane = 16 / C;
+  const std::byte* p = base + std::size_t{first} * C;
+  const std::uint32_t whole = cb.tensor_bytes / C;  // the last chunk may be partial
+  if (mine == per_lane && first + per_lane <= whole &&
+      reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    out[0] = (std::uint64_t{v.y} << 32) | v.x;
+    out[1] = (std::uint64_t{v.w} << 32) | v.z;
+    return;
+  }
+  out[0] = out[1] = 0;
+#pragma unroll
+  for (unsigned u = 0; u < per_lane; ++u) {
+    const std::uint32_t i = first + u;
+    if (u < mine) {
+      const std::uint64_t x = load_codebook_chunk(base, i, C, i < whole ? C : cb.chunk_len(i));
+      if constexpr (C == 8) {
+        out[u] = x;
+      } else {
+        out[(u * C) / 8] |= x << (8 * ((u * C) % 8));
+      }
+    }
+  }
+}
+
+/// Chunk u's C bytes of 16 bytes held as two little-endian words.
+template <unsigned C>
+SQUEEZE_DEVICE std::uint64_t lane_chunk(const std::uint64_t (&w)[2], unsigned u) {
+  if constexpr (C == 8) {
+    return w[u];
+  } else {
+    return (w[(u * C) / 8] >> (8 * ((u * C) % 8))) & core::low_mask<std::uint64_t>(8 * C);
+  }
+}
+
 /// This lane's share of one group of a compressed row: 16 / C consecutive chunks from
-/// `first`, their free-bit masks and payload lengths as the participation bits say.
+/// `first`, their free-bit masks (the complement of the lane's 16 mask bytes, zero past
+/// the row) and payload lengths as the participation bits say. Four registers of masks
+/// whatever C, so the decoder's registers do not grow with the chunk count.
 template <unsigned C>
 struct lane_group {
   static constexpr unsigned per_lane = 16 / C;
   static constexpr std::uint32_t per_group = warp_threads * per_lane;
   std::uint32_t first = 0;
-  unsigned mine = 0;  ///< chunks of the row this lane has in the group
+  unsigned mine = 0;      ///< chunks of the row this lane has in the group
+  unsigned last_len = C;  ///< bytes of the lane's last chunk (the row's last may be short)
   std::uint32_t pbits = 0;
   std::uint32_t bits = 0;  ///< payload bits of the lane's chunks
-  std::uint64_t free_mask[per_lane];
-  std::uint32_t n[per_lane];
+  std::uint64_t free[2];   ///< chunk u's free bits at bit 8 · C · u
 
   /// Bits must make participation bits [group, group + per_group) readable first.
   template <class Bits>
   SQUEEZE_DEVICE lane_group(const codebook_ref& cb, std::uint32_t group, const Bits& stream) {
     const std::uint32_t k = cb.chunks();
-    const std::uint32_t whole = cb.tensor_bytes / C;  // the last chunk may be partial
     first = group + core::arch::lane_id() * per_lane;
     mine = first >= k ? 0u : (k - first < per_lane ? k - first : per_lane);
     pbits = static_cast<std::uint32_t>(mine == 0 ? 0 : stream.read_participation(first, mine));
+    load_codebook_lane<C>(cb.mask, cb, first, mine, free);
+    if (mine != 0) last_len = cb.chunk_len(first + mine - 1);
+    const unsigned bytes = mine == 0 ? 0u : (mine - 1) * C + last_len;  // the row's, of 16
+    free[0] = ~free[0] & core::low_mask<std::uint64_t>(bytes >= 8 ? 64u : 8 * bytes);
+    free[1] = ~free[1] & core::low_mask<std::uint64_t>(bytes > 8 ? 8 * (bytes - 8) : 0u);
 #pragma unroll
-    for (unsigned u = 0; u < per_lane; ++u) {
-      const std::uint32_t i = first + u;
-      const unsigned len = u < mine ? (i < whole ? C : cb.chunk_len(i)) : 0;
-      const std::uint64_t mask = len == 0 ? 0 : load_codebook_chunk(cb.mask, i, C, len);
-      free_mask[u] = ~mask & core::low_mask<std::uint64_t>(8 * len);
-      const bool p = ((pbits >> u) & 1u) != 0;
-      n[u] =
-          len == 0 ? 0u : (p ? static_cast<std::uint32_t>(core::popcount(free_mask[u])) : 8 * len);
-      bits += n[u];
-    }
+    for (unsigned u = 0; u < per_lane; ++u) bits += n(u);
+  }
+
+  /// Free-bit mask of chunk u.
+  SQUEEZE_DEVICE std::uint64_t free_mask(unsigned u) const {
+    return lane_chunk<C>(free, u);
+  }
+
+  /// Payload bits of chunk u: its free bits when it participates, all its bits if not.
+  SQUEEZE_DEVICE std::uint32_t n(unsigned u) const {
+    if (u >= mine) return 0;
+    if (((pbits >> u) & 1u) != 0) return static_cast<std::uint32_t>(core::popcount(free_mask(u)));
+    return 8 * (u + 1 < mine ? C : last_len);
   }
 };
 
@@ -264,18 +340,19 @@ SQUEEZE_DEVICE status decode_groups(const codebook_ref& cb, std::byte* dst, std:
     std::uint64_t at = cursor + warp_exclusive_sum(lg.bits, group_bits);
     if (cursor + group_bits > have) return status::truncated;  // warp-uniform
     stream.payload(cursor, cursor + group_bits);
+    std::uint64_t bitval[2];  // the lane's 16 bitval bytes
+    load_codebook_lane<C>(cb.bitval, cb, lg.first, lg.mine, bitval);
     std::uint64_t out[2] = {0, 0};  // this lane's 16 output bytes
 #pragma unroll
     for (unsigned u = 0; u < per_lane; ++u) {
-      const std::uint32_t i = lg.first + u;
       const bool p = ((lg.pbits >> u) & 1u) != 0;
-      const std::uint64_t payload = stream.read_payload(at, lg.n[u]);
-      at += lg.n[u];
+      const std::uint32_t n = lg.n(u);
+      const std::uint64_t payload = stream.read_payload(at, n);
+      at += n;
       const std::uint64_t x =
           u >= lg.mine ? 0
-          : p          ? load_codebook_chunk(cb.bitval, i, C, i < whole ? C : cb.chunk_len(i)) |
-                    deposit_runs(payload, lg.free_mask[u])
-              : payload;
+          : p          ? lane_chunk<C>(bitval, u) | deposit_runs(payload, lg.free_mask(u))
+                       : payload;
       if constexpr (C == 8) {
         out[u] = x;
       } else {
@@ -311,15 +388,21 @@ SQUEEZE_DEVICE status decode_groups(const codebook_ref& cb, std::byte* dst, std:
   return status::ok;
 }
 
-/// Calls f(std::integral_constant<unsigned, C>) for the codebook's chunk size C.
-template <class F>
+/// Calls f(std::integral_constant<unsigned, C>) for the codebook's chunk size C. Only != 0
+/// compiles the call for C == Only alone (other sizes: status::invalid_argument).
+template <unsigned Only = 0, class F>
 SQUEEZE_DEVICE status with_chunk(std::uint32_t chunk_bytes, F&& f) {
-  switch (chunk_bytes) {
-    case 1: return f(std::integral_constant<unsigned, 1>{});
-    case 2: return f(std::integral_constant<unsigned, 2>{});
-    case 4: return f(std::integral_constant<unsigned, 4>{});
-    case 8: return f(std::integral_constant<unsigned, 8>{});
-    default: return status::invalid_argument;
+  if constexpr (Only != 0) {
+    return chunk_bytes == Only ? f(std::integral_constant<unsigned, Only>{})
+                               : status::invalid_argument;
+  } else {
+    switch (chunk_bytes) {
+      case 1: return f(std::integral_constant<unsigned, 1>{});
+      case 2: return f(std::integral_constant<unsigned, 2>{});
+      case 4: return f(std::integral_constant<unsigned, 4>{});
+      case 8: return f(std::integral_constant<unsigned, 8>{});
+      default: return status::invalid_argument;
+    }
   }
 }
 
@@ -327,10 +410,15 @@ SQUEEZE_DEVICE status with_chunk(std::uint32_t chunk_bytes, F&& f) {
 
 /// Decodes IBP rows, one warp per row, through a shared-memory workspace. `Streaming`
 /// false leaves out the path for rows longer than the workspace (they are reported):
-/// a kernel whose rows all fit saves the registers that path needs.
+/// a kernel whose rows all fit saves the registers that path needs. `ChunkBytes` 0
+/// decodes every chunk size (chosen per row at run time); 1, 2, 4 or 8 compiles that
+/// size's decoder alone (rows of other sizes are reported as status::invalid_argument),
+/// which saves registers too: a kernel with all four spilled its prefetched rows.
 template <decode_policy_like Policy = decode_policy,
-          bool Streaming = (Policy::workspace_bytes >= 1024)>
+          bool Streaming = (Policy::workspace_bytes >= 1024), unsigned ChunkBytes = 0>
 class warp_decoder {
+  static_assert(ChunkBytes == 0 || valid_chunk_bytes(ChunkBytes),
+                "warp_decoder: ChunkBytes must be 0 (any), 1, 2, 4 or 8");
   static constexpr std::size_t storage_bytes = xfer::window_bytes(Policy::workspace_bytes) + 16;
 
  public:
@@ -374,15 +462,50 @@ class warp_decoder {
     load_in_place_compressed(src, readable);
   }
 
+  /// Registers that carry a prefetched row's first Policy::prefetch_waves · 512 bytes
+  /// (a local of the caller, so they stay in registers).
+  using stage = xfer::warp_staged_load<Policy::prefetch_waves>;
+
+  /// Starts loading `row` into `s` without touching any workspace, so the row loaded
+  /// before can still be decoded: the first Policy::prefetch_waves · 512 bytes of its
+  /// stored bytes (an in-place compressed row: of its participation bits) travel in
+  /// registers until land(row, s). Ordinary loads, whatever Policy::async_loads says.
+  SQUEEZE_DEVICE static void prefetch(const row_source& row, stage& s) {
+    const std::uint32_t n = staged_bytes(row);
+    if (n != 0) s.issue(row.src, n, row.readable);
+  }
+
+  /// Lands the row prefetch(row, s) started in the workspace and loads the rest of it,
+  /// once every lane is done with the row before (call __syncwarp() first). The row is
+  /// then the loaded one, decoded with row.codebook by decode_loaded.
+  SQUEEZE_DEVICE void land(const row_source& row, const stage& s) {
+    cb_ = row.codebook;
+    const std::uint32_t n = staged_bytes(row);
+    if (row.in_place && !row.raw) {
+      if (n == 0) return load_in_place_compressed(row.src, row.readable);
+      begin(row.src, 0);
+      offset_ = s.land(storage_.workspace, row.src, n, row.readable).offset;
+      return finish_in_place(row.src, row.readable);
+    }
+    begin(row.src, row.in_place ? cb_.tensor_bytes : row.stored);
+    if (n != 0) offset_ = s.land(storage_.workspace, row.src, n, row.readable).offset;
+  }
+
   /// Decodes the row whose load completed (the caller waited) into dst[0, tensor_bytes).
   SQUEEZE_DEVICE status decode_loaded(std::byte* dst) const {
     if (load_status_ != status::ok) return load_status_;
     if (stored_ == 0 || stored_ > cb_.tensor_bytes) return status::invalid_argument;
     const bool raw = stored_ == cb_.tensor_bytes;
-    if (stored_ > Policy::workspace_bytes) return decode_streamed(dst);
+    if (stored_ > Policy::workspace_bytes) {
+      if constexpr (streams) {
+        return decode_streamed(dst);
+      } else {
+        return status::invalid_argument;  // (no call: it would cost the caller registers)
+      }
+    }
     if (raw) return copy_raw(dst);
     detail::resident_bits stream{storage_.workspace, offset_};
-    return detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+    return detail::with_chunk<ChunkBytes>(cb_.chunk_bytes, [&](auto c) {
       return detail::decode_groups<decltype(c)::value>(cb_, dst, stored_, stream);
     });
   }
@@ -397,8 +520,9 @@ class warp_decoder {
   }
 
  private:
-  // The rare paths stay out of line, so their registers do not weigh on the common one
-  // (the gather's occupancy depends on it).
+  // The streamed path stays out of line, so its registers do not weigh on the common one
+  // (the gather's occupancy depends on it). The in-place paths are inlined: a call makes
+  // the caller save what is live across it, a prefetched row included, on the stack.
 
   /// Decodes a row longer than the workspace, streaming it (or reports it).
   __device__ __noinline__ status decode_streamed(std::byte* dst) const {
@@ -408,7 +532,7 @@ class warp_decoder {
         return status::ok;
       }
       detail::streamed_bits stream = streamed(stored_);
-      return detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+      return detail::with_chunk<ChunkBytes>(cb_.chunk_bytes, [&](auto c) {
         return detail::decode_groups<decltype(c)::value>(cb_, dst, stored_, stream);
       });
     } else {
@@ -417,26 +541,37 @@ class warp_decoder {
   }
 
   /// load_in_place's work for a compressed row.
-  __device__ __noinline__ void load_in_place_compressed(const std::byte* src,
-                                                        xfer::readable_range readable) {
-    const std::uint32_t slot = cb_.tensor_bytes;
+  __device__ __forceinline__ void load_in_place_compressed(const std::byte* src,
+                                                           xfer::readable_range readable) {
     begin(src, 0);
     const std::uint32_t prefix = (cb_.chunks() + 7) / 8;
-    if (prefix >= slot) {  // a row this short cannot be stored compressed
+    if (prefix >= cb_.tensor_bytes) {  // a row this short cannot be stored compressed
       load_status_ = status::corrupt;
       return;
     }
-    std::uint64_t bits = 0;
     if (prefix <= Policy::workspace_bytes) {
       offset_ = xfer::warp_load(storage_.workspace, src, prefix, readable).offset;
+    }
+    finish_in_place(src, readable);
+  }
+
+  /// The rest of an in-place compressed row's load, once its participation bits are in
+  /// the workspace at offset_ (when they fit it; else they are streamed): the stream's
+  /// length from them, then the rest of the stream.
+  __device__ __forceinline__ void finish_in_place(const std::byte* src,
+                                                  xfer::readable_range readable) {
+    const std::uint32_t slot = cb_.tensor_bytes;
+    const std::uint32_t prefix = (cb_.chunks() + 7) / 8;
+    std::uint64_t bits = 0;
+    if (prefix <= Policy::workspace_bytes) {
       detail::resident_bits stream{storage_.workspace, offset_};
-      load_status_ = detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+      load_status_ = detail::with_chunk<ChunkBytes>(cb_.chunk_bytes, [&](auto c) {
         bits = detail::stream_bits<decltype(c)::value>(cb_, stream);
         return status::ok;
       });
     } else if constexpr (streams) {
       detail::streamed_bits stream = streamed(slot);
-      load_status_ = detail::with_chunk(cb_.chunk_bytes, [&](auto c) {
+      load_status_ = detail::with_chunk<ChunkBytes>(cb_.chunk_bytes, [&](auto c) {
         bits = detail::stream_bits<decltype(c)::value>(cb_, stream);
         return status::ok;
       });
@@ -464,6 +599,18 @@ class warp_decoder {
       const auto done = static_cast<std::uint32_t>(resume - at);
       xfer::warp_load(storage_.workspace + offset_ + done, src + done, stored_ - done, readable);
     }
+  }
+
+  /// Bytes prefetch() stages of `row`: all of a row the workspace holds, an in-place
+  /// compressed row's participation bits; 0 when land() must load it another way.
+  SQUEEZE_DEVICE static std::uint32_t staged_bytes(const row_source& row) {
+    const std::uint32_t slot = row.codebook.tensor_bytes;
+    if (row.in_place && !row.raw) {
+      const std::uint32_t prefix = (row.codebook.chunks() + 7) / 8;
+      return prefix < slot && prefix <= Policy::workspace_bytes ? prefix : 0;
+    }
+    const std::uint32_t stored = row.in_place ? slot : row.stored;
+    return stored <= Policy::workspace_bytes ? stored : 0;
   }
 
   SQUEEZE_DEVICE void begin(const std::byte* src, std::uint32_t stored) {

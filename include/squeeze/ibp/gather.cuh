@@ -9,10 +9,10 @@
 //   in place    row r in its slot data + r · tensor_bytes, raw when bit r of `raw` is
 //               set; a compressed row's length is read from its participation bits
 // and with one codebook, or one per cluster (ibp/cluster.hpp: `clusters`).
-// One warp decodes one row at a time on a persistent grid. Each warp fetches its next row
-// into a second workspace before decoding the current one: with cp.async loads
-// (decode_policy::async_loads) that fetch is in flight while it decodes; with the default
-// ordinary loads it completes first, and other warps on the SM hide its latency.
+// One warp decodes one row at a time on a persistent grid, through one workspace. Before
+// decoding a row, the warp issues the loads of its next row into registers
+// (warp_decoder::prefetch: its first decode_policy::prefetch_waves · 512 bytes), so they
+// are on their way while it decodes; they land in the workspace after the decode.
 //
 // Bad input is reported, never followed: an index >= rows -> status::out_of_bounds, the
 // output row untouched; offsets that are not monotone, leave `data` or exceed
@@ -65,6 +65,8 @@ struct gather_args {
 
 struct gather_policy {
   static constexpr int block_threads = 128;
+  /// The kernel's occupancy bound (__launch_bounds__): 5 blocks of 4 warps per SM.
+  static constexpr int min_blocks_per_sm = 5;
   using decode = decode_policy;
 };
 
@@ -73,6 +75,7 @@ struct gather_policy {
 template <class P>
 concept gather_policy_like = requires {
   { P::block_threads } -> std::convertible_to<int>;
+  { P::min_blocks_per_sm } -> std::convertible_to<int>;
   typename P::decode;
 } && (P::block_threads % warp_threads == 0) && decode_policy_like<typename P::decode>;
 // clang-format on
@@ -81,12 +84,7 @@ namespace detail {
 
 /// Where a row lies and how to read it, or why it cannot be read. Warp-uniform.
 struct row_location {
-  const std::byte* src = nullptr;
-  std::uint32_t stored = 0;  ///< bytes; 0 for an in-place compressed row (found from its bits)
-  bool in_place = false;
-  bool raw = false;  ///< in place only
-  xfer::readable_range readable;
-  codebook_ref codebook;
+  row_source row;
   status st = status::ok;
 };
 
@@ -102,14 +100,14 @@ SQUEEZE_DEVICE row_location identify_row(const gather_args<Index>& a, Index idx,
     return s;
   }
   r = static_cast<std::uint64_t>(idx);
-  s.codebook = a.codebook;
+  s.row.codebook = a.codebook;
   if (a.clusters.clusters != 0) {
     const std::uint32_t c = a.clusters.cluster_of(r);
     if (c >= a.clusters.clusters) {
       s.st = status::corrupt;
       return s;
     }
-    s.codebook = a.clusters.book(c);
+    s.row.codebook = a.clusters.book(c);
   }
   return s;
 }
@@ -118,12 +116,12 @@ SQUEEZE_DEVICE row_location identify_row(const gather_args<Index>& a, Index idx,
 template <class Index>
 SQUEEZE_DEVICE row_location place_row(const gather_args<Index>& a, std::uint64_t r,
                                       row_location s) {
-  s.readable = xfer::readable_range::of(a.data, a.data_bytes);
-  const std::uint32_t l = s.codebook.tensor_bytes;
+  s.row.readable = xfer::readable_range::of(a.data, a.data_bytes);
+  const std::uint32_t l = s.row.codebook.tensor_bytes;
   if (a.kind == layout::in_place) {
-    s.in_place = true;
-    s.raw = ((a.raw[r / 32] >> (r % 32)) & 1u) != 0;
-    s.src = a.data + r * l;
+    s.row.in_place = true;
+    s.row.raw = ((a.raw[r / 32] >> (r % 32)) & 1u) != 0;
+    s.row.src = a.data + r * l;
     return s;
   }
   const std::uint64_t begin = a.offsets[r];
@@ -132,8 +130,8 @@ SQUEEZE_DEVICE row_location place_row(const gather_args<Index>& a, std::uint64_t
     s.st = status::corrupt;
     return s;
   }
-  s.src = a.data + begin;
-  s.stored = static_cast<std::uint32_t>(end - begin);
+  s.row.src = a.data + begin;
+  s.row.stored = static_cast<std::uint32_t>(end - begin);
   return s;
 }
 
@@ -145,65 +143,69 @@ SQUEEZE_DEVICE row_location locate(const gather_args<Index>& a, std::size_t i) {
   return s.st == status::ok ? place_row(a, r, s) : s;
 }
 
-/// Starts loading row `loc` into `dec` (nothing when it cannot be read).
-template <class Decoder>
-SQUEEZE_DEVICE void start_load(Decoder& dec, const row_location& loc) {
-  if (loc.st != status::ok) return;
-  dec.rebind(loc.codebook);
-  if (loc.in_place) {
-    dec.load_in_place(loc.src, loc.raw, loc.readable);
-  } else {
-    dec.load(loc.src, loc.stored, loc.readable);
-  }
-}
-
 /// The gather loop: output rows of `out` (dst, dst_stride, count, status_out), each found
 /// by a `locate(req, i)` overload (plain gathers here; the compressed cache adds its own).
-template <class Policy, bool Streaming, class Request, class Index>
+template <class Policy, bool Streaming, unsigned Chunk, class Request, class Index>
 SQUEEZE_DEVICE void gather_loop(const Request& req, const gather_args<Index>& out) {
-  using decoder = warp_decoder<typename Policy::decode, Streaming>;
+  using decoder = warp_decoder<typename Policy::decode, Streaming, Chunk>;
   extern __shared__ std::byte smem[];
   constexpr int warps_per_block = Policy::block_threads / warp_threads;
   const unsigned warp_in_block = threadIdx.x / warp_threads;
-  auto* storage = reinterpret_cast<typename decoder::TempStorage*>(smem) + 2 * warp_in_block;
-  decoder even{storage[0], out.codebook};
-  decoder odd{storage[1], out.codebook};
+  decoder dec{reinterpret_cast<typename decoder::TempStorage*>(smem)[warp_in_block], out.codebook};
   auto* dst = static_cast<std::byte*>(out.dst);
 
   const std::size_t warps = std::size_t{gridDim.x} * warps_per_block;
   std::size_t i = std::size_t{blockIdx.x} * warps_per_block + warp_in_block;
   if (i >= out.count) return;
+  typename decoder::stage staged;
   row_location cur = locate(req, i);
-  start_load(even, cur);
-  xfer::async_commit();
-  for (bool odd_turn = false; i < out.count; i += warps, odd_turn = !odd_turn) {
-    decoder& now = odd_turn ? odd : even;
-    decoder& then = odd_turn ? even : odd;
-    // Issue the next row's load before decoding this one.
+  if (cur.st == status::ok) decoder::prefetch(cur.row, staged);
+  for (; i < out.count; i += warps) {
+    __syncwarp();  // every lane is done with the workspace the row lands in
+    if (cur.st == status::ok) dec.land(cur.row, staged);
+    // Issue the next row's loads before decoding this one.
     const std::size_t next_i = i + warps;
     row_location next;
-    __syncwarp();  // every lane is done with the buffer about to be refilled
     if (next_i < out.count) {
       next = locate(req, next_i);
-      start_load(then, next);
+      if (next.st == status::ok) decoder::prefetch(next.row, staged);
     }
-    xfer::async_commit();
-    xfer::warp_async_wait<1>();
     status st = cur.st;
-    if (st == status::ok) st = now.decode_loaded(dst + i * out.dst_stride);
+    if (st == status::ok) st = dec.decode_loaded(dst + i * out.dst_stride);
     if (core::arch::lane_id() == 0) core::report_status(out.status_out, st);
     cur = next;
   }
 }
 
-// Five blocks per SM (at most 102 registers a thread; the shared workspaces allow six).
-// Streaming: whether rows may be longer than the workspace (the host knows from
-// tensor_bytes); its path needs more registers, and a kernel with it unbounded took 128
-// registers, four blocks per SM, and ran an example's gather 10 % slower (H200).
-template <class Policy, bool Streaming, class Index>
-SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, 5)
+// Policy::min_blocks_per_sm blocks per SM (5: at most 102 registers a thread). One kernel
+// per shape of set, which the host knows (with_kernel_shape): Streaming, whether rows may
+// be longer than the workspace (its path needs more registers: a kernel with it unbounded
+// took 128 registers, four blocks per SM, and ran an example's gather 10 % slower on an
+// H200), and Chunk, the chunk size (one decoder instead of four: with all four the
+// kernel spilled its prefetched rows to local memory, which made it wait for them).
+template <class Policy, bool Streaming, unsigned Chunk, class Index>
+SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, Policy::min_blocks_per_sm)
 void gather_kernel(gather_args<Index> a) {
-  gather_loop<Policy, Streaming>(a, a);
+  gather_loop<Policy, Streaming, Chunk>(a, a);
+}
+
+/// Calls f(std::bool_constant<Streaming>, std::integral_constant<unsigned, Chunk>) with the
+/// kernel shape a set whose rows decode with `cb` needs (cb is valid: validate_set).
+template <class Policy, class F>
+void with_kernel_shape(const codebook_ref& cb, F&& f) {
+  const auto chunk = [&](auto streaming) {
+    switch (cb.chunk_bytes) {
+      case 1: return f(streaming, std::integral_constant<unsigned, 1>{});
+      case 2: return f(streaming, std::integral_constant<unsigned, 2>{});
+      case 4: return f(streaming, std::integral_constant<unsigned, 4>{});
+      default: return f(streaming, std::integral_constant<unsigned, 8>{});
+    }
+  };
+  if (cb.tensor_bytes > Policy::decode::workspace_bytes) {
+    chunk(std::true_type{});
+  } else {
+    chunk(std::false_type{});
+  }
 }
 
 }  // namespace detail
@@ -211,7 +213,7 @@ void gather_kernel(gather_args<Index> a) {
 /// Dynamic shared memory a block of the gather kernel needs.
 template <gather_policy_like Policy = gather_policy>
 constexpr std::size_t gather_shared_bytes() {
-  return 2 * sizeof(typename warp_decoder<typename Policy::decode>::TempStorage) *
+  return sizeof(typename warp_decoder<typename Policy::decode>::TempStorage) *
          (Policy::block_threads / warp_threads);
 }
 
@@ -239,14 +241,16 @@ void validate_set(const gather_args<Index>& a, const char* who) {
                     std::string{who} + ": the codebook's mask or bitval is null");
   }
   const codebook_ref cb = row_codebook(a);
-  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes), std::string{who} + ": chunk_bytes must be 1, 2, 4 or 8");
+  SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes),
+                  std::string{who} + ": chunk_bytes must be 1, 2, 4 or 8");
   SQUEEZE_EXPECTS(cb.tensor_bytes > 0, std::string{who} + ": tensor_bytes must be positive");
   SQUEEZE_EXPECTS(a.data != nullptr || a.data_bytes == 0, std::string{who} + ": data is null");
   if (a.kind == layout::in_place) {
-    SQUEEZE_EXPECTS(a.raw != nullptr || a.rows == 0, std::string{who} + ": an in-place set needs its raw bitmask");
+    SQUEEZE_EXPECTS(a.raw != nullptr || a.rows == 0,
+                    std::string{who} + ": an in-place set needs its raw bitmask");
     SQUEEZE_EXPECTS(a.data_bytes / cb.tensor_bytes >= a.rows,
-                    std::string{who} + ": an in-place set of " + std::to_string(a.rows) + " rows of " +
-                        std::to_string(cb.tensor_bytes) + " B needs " +
+                    std::string{who} + ": an in-place set of " + std::to_string(a.rows) +
+                        " rows of " + std::to_string(cb.tensor_bytes) + " B needs " +
                         std::to_string(a.rows * cb.tensor_bytes) + " data bytes, has " +
                         std::to_string(a.data_bytes));
   } else {
@@ -307,13 +311,11 @@ requires std::is_integral_v<Index>
 void gather_rows(const gather_args<Index>& a, cudaStream_t stream) {
   validate(a);
   if (a.count == 0) return;
-  if (row_codebook(a).tensor_bytes <= Policy::decode::workspace_bytes) {
-    detail::launch_persistent<Policy, detail::gather_kernel<Policy, false, Index>>(a, a.count,
-                                                                                   stream);
-  } else {
-    detail::launch_persistent<Policy, detail::gather_kernel<Policy, true, Index>>(a, a.count,
-                                                                                  stream);
-  }
+  detail::with_kernel_shape<Policy>(row_codebook(a), [&](auto streaming, auto chunk) {
+    detail::launch_persistent<Policy, detail::gather_kernel<Policy, decltype(streaming)::value,
+                                                            decltype(chunk)::value, Index>>(
+        a, a.count, stream);
+  });
 }
 
 }  // namespace squeeze::ibp

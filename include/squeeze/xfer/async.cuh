@@ -18,6 +18,10 @@
 //
 // Or with a libcu++ pipeline (per-thread scope), the caller acquiring and committing:
 //   pipe.producer_acquire(); xfer::warp_load_async(stage, src, n, pipe); pipe.producer_commit();
+//
+// From mapped host memory, cp.async reached about half the link rate of ordinary loads on
+// an H200; warp_staged_load overlaps ordinary loads with other work instead, carrying
+// the bytes in registers until land() stores them (see it below).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -122,6 +126,28 @@ SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::siz
                                   core::arch::lane_id(), warp_threads, detail::cp_async_granule);
 }
 
+namespace detail {
+
+/// Loads granules [first, p.count) of the plan into out[i] (whole granules only; the
+/// partial edges are copy_edge_bytes' job): 16-byte loads through registers, four
+/// granules in flight per lane, then stores. All 32 lanes.
+SQUEEZE_DEVICE void load_granules(uint4* out, const copy_plan& p, std::size_t first) {
+  constexpr unsigned in_flight = 4;
+  for (std::size_t base = first + core::arch::lane_id(); base < p.count;
+       base += in_flight * warp_threads) {
+    uint4 v[in_flight];
+#pragma unroll
+    for (unsigned u = 0; u < in_flight; ++u) v[u] = load_granule(p, base + u * warp_threads);
+#pragma unroll
+    for (unsigned u = 0; u < in_flight; ++u) {
+      const std::size_t i = base + u * warp_threads;
+      if (i < p.count && !is_partial(p, i)) out[i] = v[u];
+    }
+  }
+}
+
+}  // namespace detail
+
 /// Warp-cooperative *synchronous* load into shared memory, in the same layout as
 /// warp_load_async (byte k of the range at smem + offset + k): 16-byte loads through
 /// registers, four granules in flight per lane, then stores; __syncwarp at the end.
@@ -131,25 +157,59 @@ SQUEEZE_DEVICE smem_window warp_load_async(void* smem, const void* src, std::siz
 /// granules read by ordinary loads reached (IBP decoder, docs/RESULTS.md, ibp).
 SQUEEZE_DEVICE smem_window warp_load(void* smem, const void* src, std::size_t n,
                                      readable_range readable) {
-  constexpr unsigned in_flight = 4;
   const detail::copy_plan p = detail::make_plan(smem, src, n, readable);
-  const unsigned lane = core::arch::lane_id();
-  auto* out = static_cast<uint4*>(smem);
-  for (std::size_t base = lane; base < p.count; base += in_flight * warp_threads) {
-    uint4 v[in_flight];
-#pragma unroll
-    for (unsigned u = 0; u < in_flight; ++u)
-      v[u] = detail::load_granule(p, base + u * warp_threads);
-#pragma unroll
-    for (unsigned u = 0; u < in_flight; ++u) {
-      const std::size_t i = base + u * warp_threads;
-      if (i < p.count && !detail::is_partial(p, i)) out[i] = v[u];
-    }
-  }
-  detail::copy_edge_bytes(smem, p, lane, warp_threads);
+  detail::load_granules(static_cast<uint4*>(smem), p, 0);
+  detail::copy_edge_bytes(smem, p, core::arch::lane_id(), warp_threads);
   __syncwarp();
   return smem_window{static_cast<unsigned>(p.begin), n};
 }
+
+/// warp_load in two steps, so the bytes travel while the warp does other work (decodes
+/// the row before, say) with ordinary loads, which read mapped host memory at the full
+/// link rate where cp.async does not:
+///
+///   xfer::warp_staged_load<2> next;
+///   next.issue(src, n, readable);           // this lane's first 2 granules -> registers
+///   ... work that does not touch smem ...
+///   auto w = next.land(smem, src, n, readable);   // same range: registers -> smem, the
+///                                                 // rest of the range loaded, __syncwarp
+///
+/// Waves · 32 granules (Waves · 512 bytes) travel in registers; a longer range's rest is
+/// loaded synchronously by land(). The range is not kept (it costs registers while the
+/// warp works): land() takes the arguments issue() got. Reads and layout as warp_load.
+template <unsigned Waves>
+struct warp_staged_load {
+  static_assert(Waves >= 1, "warp_staged_load: at least one wave of granules");
+  uint4 granules[Waves];
+
+  /// Issues this lane's loads of the range's first Waves · 32 granules; does not wait.
+  SQUEEZE_DEVICE void issue(const void* src, std::size_t n, readable_range readable) {
+    // The plan's loads do not depend on the destination.
+    const detail::copy_plan p = detail::make_plan(nullptr, src, n, readable);
+    const unsigned lane = core::arch::lane_id();
+#pragma unroll
+    for (unsigned u = 0; u < Waves; ++u)
+      granules[u] = detail::load_granule(p, lane + u * warp_threads);
+  }
+
+  /// Completes the load issue(src, n, readable) started, into smem (16-byte aligned,
+  /// window_bytes(n) long).
+  SQUEEZE_DEVICE smem_window land(void* smem, const void* src, std::size_t n,
+                                  readable_range readable) const {
+    const detail::copy_plan p = detail::make_plan(smem, src, n, readable);
+    const unsigned lane = core::arch::lane_id();
+    auto* out = static_cast<uint4*>(smem);
+#pragma unroll
+    for (unsigned u = 0; u < Waves; ++u) {
+      const std::size_t i = lane + u * warp_threads;
+      if (i < p.count && !detail::is_partial(p, i)) out[i] = granules[u];
+    }
+    detail::load_granules(out, p, Waves * warp_threads);
+    detail::copy_edge_bytes(smem, p, lane, warp_threads);
+    __syncwarp();
+    return smem_window{static_cast<unsigned>(p.begin), n};
+  }
+};
 
 /// Warp-cooperative bounded load (bounded_length bytes; see warp_copy_bounded). Does not
 /// commit.
