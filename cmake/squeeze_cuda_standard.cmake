@@ -17,3 +17,18 @@ function(squeeze_require_cuda_cxx20 target mode)
   endif()
   set_property(TARGET ${target} APPEND PROPERTY ${property} "${value}")
 endfunction()
+
+# squeeze_use_hopper_features(<target>)
+#
+# Builds <target>'s CUDA code for sm_90a instead of sm_90 wherever the architecture list
+# names 90: the arch-specific target is what enables wgmma (ROAST-MM's tensor-core path).
+# Other architectures are kept; a binary built without 90a still runs everywhere through
+# the portable kernels.
+function(squeeze_use_hopper_features target)
+  set(archs "")
+  foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+    string(REGEX REPLACE "^90($|-)" "90a\\1" arch "${arch}")
+    list(APPEND archs "${arch}")
+  endforeach()
+  set_property(TARGET ${target} PROPERTY CUDA_ARCHITECTURES ${archs})
+endfunction()

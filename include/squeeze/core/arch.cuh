@@ -1,6 +1,7 @@
 // squeeze/core/arch.cuh: the thin layer of raw PTX and intrinsics everything above uses.
 //
-// Nothing above this file writes inline assembly. Each wrapper is per-thread.
+// Nothing above this file (and its Hopper sibling wgmma.cuh) writes inline assembly. Each
+// wrapper here is per-thread.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,6 +38,22 @@ SQUEEZE_DEVICE void cp_async_16(void* smem, const void* gmem) {
                : "memory");
 #else
   *static_cast<uint4*>(smem) = __ldcg(static_cast<const uint4*>(gmem));
+#endif
+}
+
+/// cp_async_16 that reads only the first `src_bytes` (0..16) of `gmem` and zero-fills the
+/// rest of the 16 shared bytes; with 0 nothing is read (gmem must still be a valid address).
+SQUEEZE_DEVICE void cp_async_16_zfill(void* smem, const void* gmem, unsigned src_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(smem)),
+               "l"(gmem), "r"(src_bytes)
+               : "memory");
+#else
+  uint4 v{0, 0, 0, 0};
+  const auto* src = static_cast<const unsigned char*>(gmem);
+  auto* bytes = reinterpret_cast<unsigned char*>(&v);
+  for (unsigned i = 0; i < src_bytes; ++i) bytes[i] = src[i];
+  *static_cast<uint4*>(smem) = v;
 #endif
 }
 

@@ -1,0 +1,346 @@
+// bench/roast/roast_bench.cu: ROAST-MM in the seed paper's Table 7 setting.
+//
+// Batch 512, square K = N in {512 .. 16384}, |M| = 4 MB and 64 MB. The baseline is cuBLAS
+// on the dense W in the same precision, in the same run: W is ROAST's own W, materialized
+// from M, so both compute the same product and the outputs are cross-checked. Also the
+// per-element HashedNet GEMM (every weight hashed on its own) at the sizes where it is
+// affordable. Reported: median ms of 20 timed runs after warm-up, TFLOPS, and in the
+// summary ROAST / cuBLAS time ratios.
+//
+//   squeeze_bench_roast [--max-dim=16384] [google benchmark flags]
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/device.hpp"
+#include "squeeze/core/timer.hpp"
+#include "squeeze/roast/gemm.cuh"
+
+namespace core = squeeze::core;
+namespace roast = squeeze::roast;
+
+namespace roast_bench {
+
+constexpr std::uint64_t batch = 512;
+constexpr roast::tile_shape tile{64, 256};
+
+#define CUBLAS_TRY(call)                                                               \
+  do {                                                                                 \
+    const cublasStatus_t s_ = (call);                                                  \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      throw std::runtime_error(std::string{#call} + " failed: " + std::to_string(s_)); \
+  } while (false)
+
+template <class T>
+__global__ void fill_uniform(T* out, std::uint64_t n, std::uint64_t seed, float range) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t r = roast::detail::mix64(i ^ seed);
+    const float u = static_cast<float>(r >> 40) * 0x1p-24f * 2.0f - 1.0f;
+    out[i] = roast::detail::from_float<T>(u * range);
+  }
+}
+
+/// W[k][n] from M, row-major K x N: what cuBLAS multiplies.
+template <class T>
+__global__ void materialize_kernel(roast::mapping map, const T* memory, T* w) {
+  const std::uint64_t total = map.rows() * map.cols();
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < total;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t k = i / map.cols();
+    const std::uint64_t n = i % map.cols();
+    w[i] = roast::detail::from_float<T>(map.element_factor(k, n) *
+                                        roast::detail::to_float(memory[map.element_offset(k, n)]));
+  }
+}
+
+/// HashedNet: every weight at its own hashed slot of M (per-element hash), fp32 SIMT GEMM.
+struct hashednet_problem {
+  const float* x;
+  const float* memory;
+  float* y;
+  roast::universal_hash hash;
+  std::uint64_t dim;
+  float scale;
+  __host__ __device__ std::uint64_t rows() const { return batch; }
+  __host__ __device__ std::uint64_t cols() const { return dim; }
+  __host__ __device__ std::uint64_t depth() const { return dim; }
+  __device__ float a(std::uint64_t m, std::uint64_t k) const { return x[m * dim + k]; }
+  __device__ float b(std::uint64_t k, std::uint64_t n) const {
+    return scale * memory[hash(k * dim + n)];
+  }
+  __device__ void store(std::uint64_t m, std::uint64_t n, float v) const { y[m * dim + n] = v; }
+};
+
+template <class T>
+void fill(core::device_buffer<T>& b, std::uint64_t seed, float range) {
+  fill_uniform<<<1024, 256>>>(b.data(), b.size(), seed, range);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+std::map<std::string, double> ms;  // median per benchmark name
+
+template <class Work>
+void timed(benchmark::State& bs, const std::string& name, Work&& work) {
+  core::event_timer timer;
+  for (int i = 0; i < 3; ++i) work();
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  std::vector<double> samples;
+  for (auto _ : bs) {
+    timer.start();
+    work();
+    timer.stop();
+    const double t = timer.elapsed_ms();
+    bs.SetIterationTime(t * 1e-3);
+    samples.push_back(t);
+  }
+  ms[name] = core::summarize(samples).median_ms;
+  bs.counters["TFLOPS"] = 2.0 * batch * 1e-9 * bs.range(0) * bs.range(0) / ms[name];
+}
+
+cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t handle;
+    CUBLAS_TRY(cublasCreate(&handle));
+    return handle;
+  }();
+  return h;
+}
+
+/// Y (batch x N) = X (batch x K) . W (K x N), all row-major: in cuBLAS's column-major view
+/// Y^T = W^T . X^T with no transposes.
+template <class T>
+void cublas_forward(const T* x, const T* w, T* y, std::uint64_t k, std::uint64_t n) {
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  const cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
+  const cublasComputeType_t compute =
+      std::is_same_v<T, float> ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                          static_cast<int>(batch), static_cast<int>(k), &one, w, type,
+                          static_cast<int>(n), x, type, static_cast<int>(k), &zero, y, type,
+                          static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
+}
+
+/// Everything one (type, size) needs, allocated on first use.
+template <class T>
+struct fixture {
+  std::uint64_t dim;
+  core::device_buffer<T> x, y_roast, y_dense, w;
+  std::map<int, core::device_buffer<T>> memory;  // by MB
+  std::map<int, roast::mapping> maps;
+
+  explicit fixture(std::uint64_t d)
+      : dim{d}, x{batch * d}, y_roast{batch * d}, y_dense{batch * d}, w{d * d} {
+    fill(x, 11 + d, 1.0f);
+    for (int mb : {4, 64}) {
+      const std::uint64_t values = std::uint64_t(mb) * 1000000 / sizeof(T);
+      memory.emplace(mb, core::device_buffer<T>{values});
+      fill(memory.at(mb), 13 + d + mb, 1.0f);
+      maps.emplace(mb, roast::mapping{roast::module_desc{d, d, tile, roast::gms_scale(1.0, d), 17},
+                                      values, sizeof(T)});
+    }
+    // The same M with the sign hash on (key -4).
+    maps.emplace(-4,
+                 roast::mapping{roast::module_desc{d, d, tile, roast::gms_scale(1.0, d), 17, true},
+                                memory.at(4).size(), sizeof(T)});
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  }
+  void materialize(int key) {
+    materialize_kernel<<<2048, 256>>>(maps.at(key), memory.at(key < 0 ? -key : key).data(),
+                                      w.data());
+    SQUEEZE_CHECK_LAUNCH();
+  }
+};
+
+template <class T>
+fixture<T>& get(std::uint64_t d) {
+  static std::map<std::uint64_t, std::unique_ptr<fixture<T>>> all;
+  auto& f = all[d];
+  if (!f) {
+    all.clear();  // one size at a time keeps the largest within memory
+    all[d] = std::make_unique<fixture<T>>(d);
+    return *all[d];
+  }
+  return *f;
+}
+
+template <class T>
+std::vector<float> host_copy(const core::device_buffer<T>& b) {
+  std::vector<T> h(b.size());
+  b.copy_to(std::span<T>{h}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  std::vector<float> out(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) out[i] = roast::detail::to_float(h[i]);
+  return out;
+}
+
+/// ROAST's Y against cuBLAS's on the materialized W: the largest difference relative to
+/// the largest |Y| must be within the precision (TF32 or bf16 output).
+template <class T>
+void cross_check(fixture<T>& f, int mb, const char* what) {
+  const auto a = host_copy(f.y_roast);
+  const auto b = host_copy(f.y_dense);
+  double diff = 0;
+  double scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+  }
+  const double limit = std::is_same_v<T, float> ? 5e-3 : 2e-2;
+  if (!(diff <= limit * scale)) {
+    std::fprintf(stderr, "MISMATCH %s dim %llu |M| %d MB: max diff %.3g of max |Y| %.3g\n", what,
+                 static_cast<unsigned long long>(f.dim), mb, diff, scale);
+    std::exit(3);
+  }
+}
+
+template <class T>
+void register_type(const char* type, std::uint64_t max_dim) {
+  for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
+    const std::string size = std::to_string(d);
+    for (int key : {4, 64, -4}) {
+      if (key < 0 && d != 8192) continue;
+      const int mb = key < 0 ? -key : key;
+      const std::string name = std::string{"roast/forward/"} + type + "/" + std::to_string(mb) +
+                               (key < 0 ? "MB-signs/" : "MB/") + size;
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& bs) {
+                                     try {
+                                       auto& f = get<T>(d);
+                                       timed(bs, name, [&] {
+                                         roast::forward(f.x.data(), d, f.memory.at(mb).data(),
+                                                        f.maps.at(key), batch, f.y_roast.data(), d);
+                                       });
+                                       // The baseline on the same W, then the cross-check of the
+                                       // two outputs.
+                                       f.materialize(key);
+                                       cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d,
+                                                      d);
+                                       cross_check(f, mb, name.c_str());
+                                     } catch (const std::exception& e) {
+                                       bs.SkipWithError(e.what());
+                                     }
+                                   })
+          ->Arg(static_cast<int64_t>(d))
+          ->Iterations(20)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    const std::string dense = std::string{"cublas/forward/"} + type + "/" + size;
+    benchmark::RegisterBenchmark(
+        dense.c_str(),
+        [=](benchmark::State& bs) {
+          try {
+            auto& f = get<T>(d);
+            f.materialize(4);
+            timed(bs, dense,
+                  [&] { cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d); });
+          } catch (const std::exception& e) {
+            bs.SkipWithError(e.what());
+          }
+        })
+        ->Arg(static_cast<int64_t>(d))
+        ->Iterations(20)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    if constexpr (std::is_same_v<T, float>) {
+      if (d <= 8192) {
+        const std::string hn = std::string{"hashednet/forward/fp32/4MB/"} + size;
+        benchmark::RegisterBenchmark(
+            hn.c_str(),
+            [=](benchmark::State& bs) {
+              try {
+                auto& f = get<T>(d);
+                const hashednet_problem p{
+                    f.x.data(),
+                    f.memory.at(4).data(),
+                    f.y_dense.data(),
+                    roast::universal_hash::from_seed(19, f.memory.at(4).size()),
+                    d,
+                    roast::gms_scale(1.0, d)};
+                timed(bs, hn, [&] { roast::detail::launch_simt(p, nullptr); });
+              } catch (const std::exception& e) {
+                bs.SkipWithError(e.what());
+              }
+            })
+            ->Arg(static_cast<int64_t>(d))
+            ->Iterations(5)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
+}  // namespace roast_bench
+
+using namespace roast_bench;
+
+int main(int argc, char** argv) {
+  std::uint64_t max_dim = 16384;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg{argv[i]};
+    if (arg.rfind("--max-dim=", 0) == 0) {
+      max_dim = std::strtoull(argv[i] + 10, nullptr, 10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  const auto presence = core::detect_devices();
+  if (!presence.present()) {
+    std::printf("squeeze_bench_roast: no CUDA device found (%s); nothing to run\n",
+                presence.reason.c_str());
+    return 0;
+  }
+  benchmark::AddCustomContext("gpu", core::describe(core::query_device()));
+  benchmark::AddCustomContext("roast_batch", std::to_string(batch));
+  benchmark::AddCustomContext("roast_tile", std::to_string(tile.k) + "x" + std::to_string(tile.n));
+  register_type<float>("tf32", max_dim);
+  register_type<__nv_bfloat16>("bf16", max_dim);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+
+  std::printf("\nROAST-MM forward / cuBLAS (same precision, same run; batch %llu, tile %ux%u)\n",
+              static_cast<unsigned long long>(batch), tile.k, tile.n);
+  std::printf("%-6s %6s %12s %12s %12s %8s %8s\n", "type", "dim", "cuBLAS us", "4MB us", "64MB us",
+              "4MB x", "64MB x");
+  for (const char* type : {"tf32", "bf16"}) {
+    for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
+      const std::string s = std::to_string(d);
+      const auto find = [](const std::string& k) { return ms.count(k) ? ms[k] : NAN; };
+      const double base = find(std::string{"cublas/forward/"} + type + "/" + s);
+      const double r4 = find(std::string{"roast/forward/"} + type + "/4MB/" + s);
+      const double r64 = find(std::string{"roast/forward/"} + type + "/64MB/" + s);
+      std::printf("%-6s %6s %12.1f %12.1f %12.1f %8.2f %8.2f\n", type, s.c_str(), base * 1e3,
+                  r4 * 1e3, r64 * 1e3, r4 / base, r64 / base);
+    }
+  }
+  for (const char* type : {"tf32", "bf16"}) {
+    const std::string k = std::string{"roast/forward/"} + type + "/4MB-signs/8192";
+    const std::string b = std::string{"cublas/forward/"} + type + "/8192";
+    if (ms.count(k) && ms.count(b)) {
+      std::printf("%-6s 8192 with the sign hash, 4MB: %.1f us (%.2f x cuBLAS)\n", type, ms[k] * 1e3,
+                  ms[k] / ms[b]);
+    }
+  }
+  const auto hn = ms.find("hashednet/forward/fp32/4MB/8192");
+  const auto rt = ms.find("roast/forward/tf32/4MB/8192");
+  if (hn != ms.end() && rt != ms.end()) {
+    std::printf("HashedNet (per-element, fp32) 8192: %.1f us; ROAST TF32 4MB is %.1fx faster\n",
+                hn->second * 1e3, hn->second / rt->second);
+  }
+  return 0;
+}

@@ -1,0 +1,287 @@
+// ROAST-MM on the GPU: forward, dX and dM against a host reference built from the
+// materialized W (double accumulation), for fp32 (TF32 and exact), bf16 and fp16, shapes
+// with tails, tiles narrower and wider than a block, sign hashes on and off, and both
+// block widths of the tensor-core kernel (the mapping must not depend on them).
+#include <squeeze/roast/gemm.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/gpu_test.hpp"
+#include "common/roast_test.hpp"
+
+namespace roast = squeeze::roast;
+namespace core = squeeze::core;
+
+namespace roast_gemm_test {
+
+template <class T>
+T from_f(float v) {
+  return roast::detail::from_float<T>(v);
+}
+template <class T>
+float to_f(T v) {
+  return roast::detail::to_float<T>(v);
+}
+
+struct gemm_case {
+  std::uint64_t batch;
+  std::uint64_t k;
+  std::uint64_t n;
+  roast::tile_shape tile;
+  bool signs;
+  std::uint64_t memory;
+  roast::gemm_options options{};
+};
+
+std::string describe(const gemm_case& c) {
+  return std::to_string(c.batch) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
+         " tile " + std::to_string(c.tile.k) + "x" + std::to_string(c.tile.n) +
+         (c.signs ? " signs" : "") + " |M| " + std::to_string(c.memory) + " block_n " +
+         std::to_string(c.options.block_n) + (c.options.mode == roast::math::exact ? " exact" : "");
+}
+
+/// Relative error per unit of sum |a||b| the operand type and math allow.
+template <class T>
+double product_tolerance(const gemm_case& c, std::uint64_t depth) {
+  const double accumulate = 4.0 * static_cast<double>(depth + 2) * std::ldexp(1.0, -24);
+  if (std::is_same_v<T, float> && c.options.mode == roast::math::tensor_cores) {
+    return std::ldexp(1.0, -9) * 1.1 + accumulate;  // both operands cut to TF32
+  }
+  return accumulate;
+}
+
+/// Rounding of the result to Out, relative.
+template <class Out>
+double output_rounding() {
+  if (std::is_same_v<Out, __nv_bfloat16>) return std::ldexp(1.0, -8);
+  if (std::is_same_v<Out, __half>) return std::ldexp(1.0, -11);
+  return 0.0;
+}
+
+template <class T>
+core::device_buffer<T> upload(const std::vector<T>& h) {
+  core::device_buffer<T> d{h.size()};
+  d.copy_from(std::span<const T>{h}, nullptr);
+  return d;
+}
+
+template <class T>
+std::vector<T> download(const core::device_buffer<T>& d) {
+  std::vector<T> h(d.size());
+  d.copy_to(std::span<T>{h}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  return h;
+}
+
+template <class Out>
+void expect_close(const std::vector<Out>& got, const squeeze::test::reference_product& ref,
+                  double tolerance, const std::string& what) {
+  int reported = 0;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = to_f(got[i]);
+    const double bound =
+        tolerance * ref.magnitude[i] + output_rounding<Out>() * std::fabs(ref.value[i]) + 1e-30;
+    if (!(std::fabs(g - ref.value[i]) <= bound)) {
+      ++bad;
+      if (reported++ < 5) {
+        ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference " << ref.value[i]
+                      << " (bound " << bound << ")";
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+template <class T>
+struct problem {
+  gemm_case c;
+  roast::mapping map;
+  std::vector<T> memory;
+  std::vector<float> w;  // materialized
+
+  problem(const gemm_case& cs, std::uint64_t seed)
+      : c{cs},
+        map{roast::module_desc{cs.k, cs.n, cs.tile, 0.75f, seed, cs.signs}, cs.memory, sizeof(T)},
+        memory{squeeze::test::random_values<T>(cs.memory, seed + 1, from_f<T>)},
+        w{roast::materialize(map, memory.data(), to_f<T>)} {}
+};
+
+template <class T, class Out>
+void check_forward(const gemm_case& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const problem<T> p{c, seed};
+  const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
+  const auto ref = squeeze::test::multiply(
+      c.batch, c.k, c.n, [&](std::uint64_t m, std::uint64_t k) { return to_f(x[m * c.k + k]); },
+      [&](std::uint64_t k, std::uint64_t n) { return double{p.w[k * c.n + n]}; });
+
+  auto d_memory = upload(p.memory);
+  auto d_x = upload(x);
+  core::device_buffer<Out> d_y{c.batch * c.n};
+  d_y.fill_bytes(0xFF, nullptr);  // NaN in every float type
+  roast::forward(d_x.data(), c.k, d_memory.data(), p.map, c.batch, d_y.data(), c.n, nullptr,
+                 c.options);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  expect_close(download(d_y), ref, product_tolerance<T>(c, c.k), "forward");
+}
+
+template <class T, class Out>
+void check_backward_input(const gemm_case& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const problem<T> p{c, seed};
+  const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
+  const auto ref = squeeze::test::multiply(
+      c.batch, c.n, c.k, [&](std::uint64_t m, std::uint64_t n) { return to_f(dy[m * c.n + n]); },
+      [&](std::uint64_t n, std::uint64_t k) { return double{p.w[k * c.n + n]}; });
+
+  auto d_memory = upload(p.memory);
+  auto d_dy = upload(dy);
+  core::device_buffer<Out> d_dx{c.batch * c.k};
+  d_dx.fill_bytes(0xFF, nullptr);
+  roast::backward_input(d_dy.data(), c.n, d_memory.data(), p.map, c.batch, d_dx.data(), c.k,
+                        nullptr, c.options);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  expect_close(download(d_dx), ref, product_tolerance<T>(c, c.n), "backward_input");
+}
+
+template <class T>
+void check_backward_memory(const gemm_case& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const problem<T> p{c, seed};
+  const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
+  const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
+  // dW = X^T dY, then folded through the hash (and |.| of both for the bound).
+  const auto dw = squeeze::test::multiply(
+      c.k, c.batch, c.n, [&](std::uint64_t k, std::uint64_t m) { return to_f(x[m * c.k + k]); },
+      [&](std::uint64_t m, std::uint64_t n) { return double{to_f(dy[m * c.n + n])}; });
+  const auto initial =
+      squeeze::test::random_values<float>(c.memory, seed + 4, [](float v) { return v; });
+  squeeze::test::reference_product ref{std::vector<double>(initial.begin(), initial.end()),
+                                       std::vector<double>(c.memory, 0.0)};
+  for (std::uint64_t k = 0; k < c.k; ++k) {
+    for (std::uint64_t n = 0; n < c.n; ++n) {
+      const std::uint64_t e = p.map.element_offset(k, n);
+      const double f = p.map.element_factor(k, n);
+      ref.value[e] += f * dw.value[k * c.n + n];
+      ref.magnitude[e] += std::fabs(f) * dw.magnitude[k * c.n + n];
+    }
+  }
+  for (std::uint64_t e = 0; e < c.memory; ++e) ref.magnitude[e] += std::fabs(ref.value[e]);
+
+  auto d_x = upload(x);
+  auto d_dy = upload(dy);
+  auto d_dm = upload(initial);
+  roast::backward_memory(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(), nullptr,
+                         c.options);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  expect_close(download(d_dm), ref, product_tolerance<T>(c, c.batch), "backward_memory");
+}
+
+const std::vector<gemm_case>& cases_fp32() {
+  static const std::vector<gemm_case> cases{
+      {200, 324, 200, {32, 64}, false, 40000},  // tails everywhere (K tail inside an atom)
+      {130, 256, 520, {64, 256}, true, 70000},  // signs, tiles as wide as a block
+      {64, 96, 72, {32, 72}, true, 5000},       // signs on tiles of 72: portable path
+      {97, 301, 77, {32, 16}, false, 3000},     // K misaligned for 16-byte copies
+      {512, 640, 768, {64, 128}, true, 50000},  // compression 9.8x, many overlaps
+  };
+  return cases;
+}
+
+const std::vector<gemm_case>& cases_16bit() {
+  static const std::vector<gemm_case> cases{
+      {200, 328, 200, {64, 64}, false, 40000},  {130, 256, 520, {64, 256}, true, 70000},
+      {64, 128, 72, {64, 72}, true, 9000},      {97, 301, 77, {64, 16}, false, 5000},
+      {512, 640, 768, {128, 128}, true, 50000},
+  };
+  return cases;
+}
+
+TEST(RoastGemm, ForwardTf32) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 100;
+  for (const auto& c : cases_fp32()) check_forward<float, float>(c, seed++);
+}
+
+TEST(RoastGemm, ForwardExactFp32) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 200;
+  for (auto c : cases_fp32()) {
+    c.options.mode = roast::math::exact;
+    check_forward<float, float>(c, seed++);
+  }
+}
+
+TEST(RoastGemm, ForwardBf16) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 300;
+  for (const auto& c : cases_16bit()) {
+    check_forward<__nv_bfloat16, float>(c, seed);
+    check_forward<__nv_bfloat16, __nv_bfloat16>(c, seed++);
+  }
+}
+
+TEST(RoastGemm, ForwardFp16) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 400;
+  for (const auto& c : cases_16bit()) {
+    check_forward<__half, float>(c, seed);
+    check_forward<__half, __half>(c, seed++);
+  }
+}
+
+// The tensor-core kernel's block width is a tuning choice: both widths read the same W.
+TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
+  SQUEEZE_REQUIRE_GPU();
+  for (int block_n : {128, 256}) {
+    gemm_case c{256, 512, 640, {64, 64}, true, 30000};
+    c.options.block_n = block_n;
+    check_forward<__nv_bfloat16, float>(c, 500);
+    check_forward<float, float>(c, 501);
+  }
+}
+
+TEST(RoastGemm, BackwardInput) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 600;
+  for (const auto& c : cases_fp32()) check_backward_input<float, float>(c, seed++);
+  for (const auto& c : cases_16bit()) {
+    check_backward_input<__nv_bfloat16, float>(c, seed);
+    check_backward_input<__half, __half>(c, seed++);
+  }
+}
+
+TEST(RoastGemm, BackwardMemory) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 700;
+  for (const auto& c : cases_fp32()) check_backward_memory<float>(c, seed++);
+  for (const auto& c : cases_16bit()) check_backward_memory<__nv_bfloat16>(c, seed++);
+}
+
+TEST(RoastGemm, RejectsBadArguments) {
+  const roast::mapping map{roast::module_desc{256, 256, {64, 64}}, 8192, 2};
+  const roast::mapping map32{roast::module_desc{256, 256, {64, 64}}, 8192, 4};
+  alignas(16) static float m32[16];
+  alignas(16) static __nv_bfloat16 m16[16];
+  // M of the wrong element size for the mapping's in-tile order.
+  EXPECT_THROW(roast::forward(m32, 256, m32, map, 1, m32, 256), squeeze::invalid_argument);
+  // Leading dimensions smaller than the rows.
+  EXPECT_THROW(roast::forward(m16, 100, m16, map, 1, m16, 256), squeeze::invalid_argument);
+  EXPECT_THROW(roast::backward_input(m32, 100, m32, map32, 1, m32, 256), squeeze::invalid_argument);
+  // Misaligned M.
+  EXPECT_THROW(roast::forward(m32, 256, m32 + 1, map32, 1, m32, 256), squeeze::invalid_argument);
+  roast::gemm_options bad;
+  bad.block_n = 96;
+  SQUEEZE_REQUIRE_GPU();
+  core::device_buffer<float> d{256 * 256};
+  EXPECT_THROW(roast::forward(d.data(), 256, d.data(), map32, 1, d.data(), 256, nullptr, bad),
+               squeeze::invalid_argument);
+}
+
+}  // namespace roast_gemm_test
