@@ -131,23 +131,71 @@ void cublas_forward(const T* x, const T* w, T* y, std::uint64_t k, std::uint64_t
                           static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
 }
 
+/// dX (batch x K) = dY (batch x N) . W^T: column-major dX^T = op_T(W^T) . dY^T.
+template <class T>
+void cublas_backward_input(const T* dy, const T* w, T* dx, std::uint64_t k, std::uint64_t n) {
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(k),
+                          static_cast<int>(batch), static_cast<int>(n), &one, w, CUDA_R_16BF,
+                          static_cast<int>(n), dy, CUDA_R_16BF, static_cast<int>(n), &zero, dx,
+                          CUDA_R_16BF, static_cast<int>(k), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+}
+
+/// dW (K x N, fp32) = X^T . dY: column-major dW^T = dY^T . X.
+template <class T>
+void cublas_backward_weight(const T* x, const T* dy, float* dw, std::uint64_t k, std::uint64_t n) {
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(n),
+                          static_cast<int>(k), static_cast<int>(batch), &one, dy, CUDA_R_16BF,
+                          static_cast<int>(n), x, CUDA_R_16BF, static_cast<int>(k), &zero, dw,
+                          CUDA_R_32F, static_cast<int>(n), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+}
+
+/// dM_ref += fold(dW): the reference gradient of M from cuBLAS's dense dW.
+__global__ void fold_kernel(roast::mapping map, const float* dw, float* dm) {
+  const std::uint64_t total = map.rows() * map.cols();
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < total;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t k = i / map.cols();
+    const std::uint64_t n = i % map.cols();
+    atomicAdd(dm + map.element_offset(k, n), map.element_factor(k, n) * dw[i]);
+  }
+}
+
 /// Everything one (type, size) needs, allocated on first use.
 template <class T>
 struct fixture {
   std::uint64_t dim;
   core::device_buffer<T> x, y_roast, y_dense, w;
+  core::device_buffer<T> dy, dx_roast, dx_dense;  // backward (16-bit types)
+  core::device_buffer<float> dw, dm, dm_ref;
   std::map<int, core::device_buffer<T>> memory;  // by MB
   std::map<int, roast::mapping> maps;
 
   explicit fixture(std::uint64_t d)
       : dim{d}, x{batch * d}, y_roast{batch * d}, y_dense{batch * d}, w{d * d} {
     fill(x, 11 + d, 1.0f);
+    if constexpr (!std::is_same_v<T, float>) {
+      dy = core::device_buffer<T>{batch * d};
+      dx_roast = core::device_buffer<T>{batch * d};
+      dx_dense = core::device_buffer<T>{batch * d};
+      dw = core::device_buffer<float>{d * d};
+      fill(dy, 23 + d, 1.0f);
+    }
     for (int mb : {4, 64}) {
       const std::uint64_t values = std::uint64_t(mb) * 1000000 / sizeof(T);
       memory.emplace(mb, core::device_buffer<T>{values});
       fill(memory.at(mb), 13 + d + mb, 1.0f);
       maps.emplace(mb, roast::mapping{roast::module_desc{d, d, tile, roast::gms_scale(1.0, d), 17},
                                       values, sizeof(T)});
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      dm = core::device_buffer<float>{memory.at(4).size()};
+      dm_ref = core::device_buffer<float>{memory.at(4).size()};
     }
     // The same M with the sign hash on (key -4).
     maps.emplace(-4,
@@ -184,24 +232,34 @@ std::vector<float> host_copy(const core::device_buffer<T>& b) {
   return out;
 }
 
+/// Largest |a - b| over the largest |b|, both on the device.
+template <class A, class B>
+double relative_difference(const core::device_buffer<A>& a, const core::device_buffer<B>& b) {
+  const auto x = host_copy(a);
+  const auto y = host_copy(b);
+  double diff = 0;
+  double scale = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::fabs(x[i] - y[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(y[i])));
+  }
+  return diff / scale;
+}
+
+void require_close(double relative, double limit, const std::string& what) {
+  if (!(relative <= limit)) {
+    std::fprintf(stderr, "MISMATCH %s: max difference %.3g of the largest value (limit %.3g)\n",
+                 what.c_str(), relative, limit);
+    std::exit(3);
+  }
+}
+
 /// ROAST's Y against cuBLAS's on the materialized W: the largest difference relative to
 /// the largest |Y| must be within the precision (TF32 or bf16 output).
 template <class T>
-void cross_check(fixture<T>& f, int mb, const char* what) {
-  const auto a = host_copy(f.y_roast);
-  const auto b = host_copy(f.y_dense);
-  double diff = 0;
-  double scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
-  }
-  const double limit = std::is_same_v<T, float> ? 5e-3 : 2e-2;
-  if (!(diff <= limit * scale)) {
-    std::fprintf(stderr, "MISMATCH %s dim %llu |M| %d MB: max diff %.3g of max |Y| %.3g\n", what,
-                 static_cast<unsigned long long>(f.dim), mb, diff, scale);
-    std::exit(3);
-  }
+void cross_check(fixture<T>& f, const std::string& what) {
+  require_close(relative_difference(f.y_roast, f.y_dense), std::is_same_v<T, float> ? 5e-3 : 2e-2,
+                what);
 }
 
 template <class T>
@@ -226,7 +284,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
                                        f.materialize(key);
                                        cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d,
                                                       d);
-                                       cross_check(f, mb, name.c_str());
+                                       cross_check(f, name);
                                      } catch (const std::exception& e) {
                                        bs.SkipWithError(e.what());
                                      }
@@ -253,6 +311,79 @@ void register_type(const char* type, std::uint64_t max_dim) {
         ->Iterations(20)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
+    if constexpr (!std::is_same_v<T, float>) {
+      const auto reg = [&](const std::string& name, auto body) {
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& bs) {
+                                       try {
+                                         body(bs, name, get<T>(d));
+                                       } catch (const std::exception& e) {
+                                         bs.SkipWithError(e.what());
+                                       }
+                                     })
+            ->Arg(static_cast<int64_t>(d))
+            ->Iterations(20)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      };
+      reg(std::string{"cublas/dx/"} + type + "/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            f.materialize(4);
+            timed(bs, name,
+                  [&] { cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d); });
+          });
+      reg(std::string{"roast/dx/"} + type + "/4MB/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            timed(bs, name, [&] {
+              roast::backward_input(f.dy.data(), d, f.memory.at(4).data(), f.maps.at(4), batch,
+                                    f.dx_roast.data(), d);
+            });
+            f.materialize(4);
+            cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
+            require_close(relative_difference(f.dx_roast, f.dx_dense), 2e-2, name);
+          });
+      reg(std::string{"cublas/dw/"} + type + "/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            timed(bs, name,
+                  [&] { cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d); });
+          });
+      reg(std::string{"roast/dm/"} + type + "/4MB/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            f.dm.fill_bytes(0, nullptr);
+            timed(bs, name, [&] {
+              roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
+                                     f.dm.data());
+            });
+            // One more call into a zeroed dM against the fold of cuBLAS's dW.
+            f.dm.fill_bytes(0, nullptr);
+            roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data());
+            cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
+            f.dm_ref.fill_bytes(0, nullptr);
+            fold_kernel<<<2048, 256>>>(f.maps.at(4), f.dw.data(), f.dm_ref.data());
+            SQUEEZE_CHECK_LAUNCH();
+            require_close(relative_difference(f.dm, f.dm_ref), 1e-3, name);
+          });
+      // One layer's training step: forward, dX, dW (dense) or dM (ROAST).
+      reg(std::string{"cublas/step/"} + type + "/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            f.materialize(4);
+            timed(bs, name, [&] {
+              cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d);
+              cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
+              cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
+            });
+          });
+      reg(std::string{"roast/step/"} + type + "/4MB/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            timed(bs, name, [&] {
+              const auto& map = f.maps.at(4);
+              const T* m = f.memory.at(4).data();
+              roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
+              roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
+              roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data());
+            });
+          });
+    }
     if constexpr (std::is_same_v<T, float>) {
       if (d <= 8192) {
         const std::string hn = std::string{"hashednet/forward/fp32/4MB/"} + size;
@@ -327,6 +458,18 @@ int main(int argc, char** argv) {
       std::printf("%-6s %6s %12.1f %12.1f %12.1f %8.2f %8.2f\n", type, s.c_str(), base * 1e3,
                   r4 * 1e3, r64 * 1e3, r4 / base, r64 / base);
     }
+  }
+  std::printf("\nbf16 backward and one layer's training step, |M| = 4MB (ROAST / cuBLAS)\n");
+  std::printf("%6s %10s %10s %6s %10s %10s %6s %10s %10s %6s\n", "dim", "cuBLAS dX", "dX", "x",
+              "cuBLAS dW", "dM", "x", "cuBLAS st", "step", "x");
+  for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
+    const std::string s = std::to_string(d);
+    const auto find = [](const std::string& k) { return ms.count(k) ? ms[k] * 1e3 : NAN; };
+    const double bx = find("cublas/dx/bf16/" + s), rx = find("roast/dx/bf16/4MB/" + s);
+    const double bw = find("cublas/dw/bf16/" + s), rm = find("roast/dm/bf16/4MB/" + s);
+    const double bs = find("cublas/step/bf16/" + s), rs = find("roast/step/bf16/4MB/" + s);
+    std::printf("%6s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", s.c_str(), bx,
+                rx, rx / bx, bw, rm, rm / bw, bs, rs, rs / bs);
   }
   for (const char* type : {"tf32", "bf16"}) {
     const std::string k = std::string{"roast/forward/"} + type + "/4MB-signs/8192";

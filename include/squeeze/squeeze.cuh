@@ -7,4 +7,5 @@
 #include "squeeze/frsz2.cuh"
 #include "squeeze/ibp.cuh"
 #include "squeeze/io.hpp"
+#include "squeeze/roast.cuh"
 #include "squeeze/xfer.cuh"

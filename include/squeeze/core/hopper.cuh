@@ -3,7 +3,8 @@
 // Like arch.cuh, a thin per-thread layer: mbarriers (arrive, expect-tx, parity wait, and
 // arrivals on a peer block's barrier in the cluster), thread-block clusters, 1-D bulk
 // copies and 2-D tensor (TMA) loads into shared memory, optionally multicast to several
-// blocks of the cluster. Addresses are 32-bit shared-memory addresses
+// blocks of the cluster; vector reductions into global memory. Addresses are 32-bit shared-memory
+// addresses
 // (`arch::shared_address`). Everything compiles to nothing below sm_90; callers launch the
 // kernels that use it on sm_90 only.
 #pragma once
@@ -124,6 +125,18 @@ SQUEEZE_DEVICE void tensor_load_2d_multicast(std::uint32_t dst, const CUtensorMa
       ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
+#endif
+}
+
+// ---- reductions ----------------------------------------------------------------------
+
+/// p[0] += a, p[1] += b as one 8-byte reduction (p 8-byte aligned; relaxed, no result).
+SQUEEZE_DEVICE void red_add_v2(float* p, float a, float b) {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
 #endif
 }
 

@@ -1,0 +1,502 @@
+// squeeze/roast/detail/hopper_gemm.cuh: ROAST-MM on Hopper tensor cores (sm_90a).
+//
+// One kernel, three passes (the `pass` parameter, resolved with if constexpr):
+//
+//   pass       output (rows x cols)   reduction   A (smem)                 B (smem)
+//   forward    Y  = X . W      b x N   K           X, K-major (TMA)         W tiles, K-major
+//   input      dX = dY . W^T   b x K   N           dY, K-major (TMA)        W tiles, MN-major
+//   memory     dW^T = dY^T . X N x K   batch       dY, MN-major (TMA)       X, MN-major (TMA)
+//                folded into dM with 8-byte reductions: dM[h + o(k, n)] += scale * g * dW
+//
+// W's tiles are copied from M unchanged: an atom of M (8 rows n x 128 bytes of k, 128-byte
+// swizzle, mapping.hpp) is a K-major atom of B for the forward pass and an MN-major atom of
+// B (transposed, 16-bit types only) for dX. A block computes 128 x BN outputs with 2
+// consumer warpgroups (64 rows each) and one producer warp; two blocks side by side along
+// the output columns form a cluster and share A (each copies half, multicast to both).
+// Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), B = BN x 128 bytes; mbarriers
+// `full` (expect-tx by the producer, completed by the copies) and `empty` (one arrival per
+// consumer warp of both blocks).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/hopper.cuh"
+#include "squeeze/core/tensor_map.hpp"
+#include "squeeze/core/wgmma.cuh"
+#include "squeeze/roast/detail/operand.cuh"
+#include "squeeze/roast/mapping.hpp"
+
+namespace squeeze::roast::detail {
+
+enum class pass { forward, input, memory };
+
+inline constexpr int wg_block_m = 128;  // 2 warpgroups x 64 rows
+inline constexpr int wg_consumers = 256;
+inline constexpr int wg_threads = wg_consumers + 32;  // + the producer warp
+inline constexpr int wg_cluster = 2;                  // blocks along the columns sharing A
+
+template <class T, class Out>
+struct gemm_args {
+  const T* memory;  ///< M (forward, input)
+  mapping map;
+  Out* out;  ///< Y, dX, or dM (memory pass; Out = float)
+  std::uint64_t ld_out;
+  std::uint32_t rows;   ///< output rows: batch, or N for the memory pass
+  std::uint32_t cols;   ///< output columns: N, K, K
+  std::uint32_t depth;  ///< reduction: K, N, batch
+};
+
+/// Pipeline depth: 192 KiB of stages (48 KiB each at BN = 256, 32 KiB at BN = 128).
+template <int BN>
+inline constexpr int wg_stages = BN == 256 ? 4 : 6;
+
+template <int BN>
+inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
+                                     2 * wg_stages<BN> * 8;
+
+/// Stores two adjacent outputs (col, col + 1) of one row, guarded by the shape.
+template <class Out>
+SQUEEZE_DEVICE void store_pair(Out* out, std::uint64_t ld, std::uint32_t rows, std::uint32_t cols,
+                               std::uint32_t row, std::uint32_t col, float v0, float v1,
+                               bool pairs_aligned) {
+  if (row >= rows || col >= cols) return;
+  Out* p = out + row * ld + col;
+  if (pairs_aligned && col + 1 < cols) {
+    if constexpr (std::is_same_v<Out, float>) {
+      *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+    } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+      *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(v0, v1);
+    } else {
+      *reinterpret_cast<__half2*>(p) = __floats2half2_rn(v0, v1);
+    }
+    return;
+  }
+  p[0] = from_float<Out>(v0);
+  if (col + 1 < cols) p[1] = from_float<Out>(v1);
+}
+
+/// BN: output columns per block; IN: columns per wgmma (a tile's sign applies to whole
+/// instructions, so IN divides the tile's extent along the output columns when Signs).
+template <class T, class Out, pass Pass, int BN, int IN, bool Signs>
+SQUEEZE_KERNEL_MIN_BLOCKS(wg_threads, 1)
+void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
+                        const __grid_constant__ CUtensorMap b_map, gemm_args<T, Out> args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  namespace arch = core::arch;
+  using tag = typename operand_traits<T>::tag;
+  constexpr bool k_major_a = Pass != pass::memory;
+  constexpr bool k_major_b = Pass == pass::forward;
+  static_assert(std::is_same_v<T, float> ? (k_major_a && k_major_b) : true,
+                "TF32 wgmma takes K-major operands only");
+  constexpr int stages = wg_stages<BN>;
+  constexpr int bk = 128 / static_cast<int>(sizeof(T));  // reduction per stage: 128 bytes
+  constexpr int a_bytes = wg_block_m * 128;
+  constexpr int stage_bytes = a_bytes + BN * 128;
+  constexpr int k_steps = bk / operand_traits<T>::k_step;
+  constexpr int blocks64 = BN / bk;  // MN-major B: 8 KiB blocks of bk output columns
+  // Per k-step, the descriptors move 32 bytes along a K-major row, or 2 row groups (2 KiB)
+  // down an MN-major stack.
+  constexpr std::uint32_t a_step = k_major_a ? 32 : 2048;
+  constexpr std::uint32_t b_step = k_major_b ? 32 : 2048;
+  constexpr auto swizzle = core::arch::smem_swizzle::bytes128;
+  static_assert(BN % IN == 0 && (k_major_b || IN % bk == 0), "instruction shape");
+
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t smem = (arch::shared_address(smem_raw) + 1023) & ~1023u;
+  const std::uint32_t bars = smem + stages * stage_bytes;
+  const auto full = [&](int s) { return bars + static_cast<std::uint32_t>(s) * 8; };
+  const auto empty = [&](int s) { return bars + static_cast<std::uint32_t>(stages + s) * 8; };
+
+  const mapping& map = args.map;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const std::uint32_t m0 = blockIdx.x * wg_block_m;  // first output row
+  const std::uint32_t n0 = blockIdx.y * BN;          // first output column
+  const int k_tiles = static_cast<int>((args.depth + bk - 1) / bk);
+  const std::uint32_t tile_k = map.tile().k;
+  const std::uint32_t tile_n = map.tile().n;
+
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      arch::mbarrier_init(full(s), 1);
+      arch::mbarrier_init(empty(s), wg_cluster * (wg_consumers / 32));
+    }
+    arch::fence_mbarrier_init();
+  }
+  __syncthreads();
+  arch::cluster_sync();
+
+  if (warp == wg_consumers / 32) {
+    // ---- producer warp: lane 0 issues every copy. Where a stage's B comes from takes a
+    // hash and a few divisions: all lanes work that out, 32 stages at a time, so it stays
+    // off lane 0's critical path (it was slower than the tensor cores at small sizes) ----
+    const std::uint32_t cy = arch::cluster_rank();
+    constexpr auto a_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
+    const auto b_mask = static_cast<std::uint16_t>(1u << cy);
+    constexpr std::uint32_t atom_values = 1024 / sizeof(T);
+    const std::uint32_t tile_groups = tile_n / 8;
+    // Forward: runs of 1 KiB atoms (8 output columns each), one per tile the block's
+    // columns cross. Input: one 8 KiB run per bk output columns. Memory: TMA boxes.
+    std::uint32_t b_units = 0;  // atoms (forward) or 8 KiB blocks (input) that exist
+    if constexpr (Pass == pass::forward) {
+      b_units =
+          n0 < args.cols ? min(static_cast<std::uint32_t>(BN / 8), (args.cols - n0 + 7) / 8) : 0u;
+    } else if constexpr (Pass == pass::input) {
+      b_units = n0 < args.cols
+                    ? min(static_cast<std::uint32_t>(blocks64), (args.cols - n0 + bk - 1) / bk)
+                    : 0u;
+    }
+    const std::uint32_t stage_tx =
+        a_bytes + (Pass == pass::forward ? b_units * 1024
+                   : Pass == pass::input ? b_units * 8192
+                                         : static_cast<std::uint32_t>(BN) * 128);
+    const std::uint32_t first_run =
+        Pass == pass::forward ? min(b_units, tile_groups - (n0 % tile_n) / 8) : 0u;
+    // Forward: the source of atom g at reduction offset r0 (g's tile and the atoms after it).
+    const auto forward_source = [&](std::uint32_t r0, std::uint32_t g) {
+      const std::uint32_t col = n0 + g * 8;
+      return args.memory + map.tile_offset(r0 / tile_k, col / tile_n) +
+             ((r0 % tile_k) / bk * tile_groups + (col % tile_n) / 8) * atom_values;
+    };
+    // Input: the 8 KiB run of output columns [n0 + i*bk, +bk) and reduction rows [r0, +bk):
+    // 8 consecutive atoms (row groups) of one column block of tile (k / Z1, r0 / Z2).
+    const auto input_source = [&](std::uint32_t r0, std::uint32_t i) {
+      const std::uint32_t k = n0 + i * bk;
+      return args.memory + map.tile_offset(k / tile_k, r0 / tile_n) +
+             ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
+    };
+    constexpr int sources = Pass == pass::input ? blocks64 : 1;
+    for (int base = 0; base < k_tiles; base += 32) {
+      const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
+      const T* mine[sources];
+      SQUEEZE_UNROLL
+      for (int i = 0; i < sources; ++i) mine[i] = args.memory;
+      if (base + lane < k_tiles) {
+        if constexpr (Pass == pass::forward) {
+          if (b_units > 0) mine[0] = forward_source(r_mine, 0);
+        } else if constexpr (Pass == pass::input) {
+          SQUEEZE_UNROLL
+          for (int i = 0; i < sources; ++i) {
+            if (static_cast<std::uint32_t>(i) < b_units) mine[i] = input_source(r_mine, i);
+          }
+        }
+      }
+      const int count = min(32, k_tiles - base);
+      for (int t = 0; t < count; ++t) {
+        const T* source[sources];
+        SQUEEZE_UNROLL
+        for (int i = 0; i < sources; ++i) {
+          source[i] = reinterpret_cast<const T*>(
+              __shfl_sync(full_warp_mask, reinterpret_cast<std::uintptr_t>(mine[i]), t));
+        }
+        if (lane == 0) {
+          const int kt = base + t;
+          const int s = kt % stages;
+          if (kt >= stages) arch::mbarrier_wait(empty(s), ((kt / stages) - 1) & 1);
+          arch::mbarrier_arrive_expect_tx(full(s), stage_tx);
+          const std::uint32_t stage = smem + s * stage_bytes;
+          const std::uint32_t b_stage = stage + a_bytes;
+          const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+          // A: this block's half, multicast to both blocks of the cluster.
+          if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
+            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
+                                           static_cast<int>(m0 + cy * 64), full(s), a_mask);
+          } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
+            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
+                                           static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
+                                           full(s), a_mask);
+          }
+          if constexpr (Pass == pass::forward) {
+            if (b_units > 0) {
+              arch::bulk_copy_multicast(b_stage, source[0], first_run * 1024, full(s), b_mask);
+            }
+            for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
+              const std::uint32_t run = min(b_units - g, tile_groups);
+              arch::bulk_copy_multicast(b_stage + g * 1024, forward_source(r0, g), run * 1024,
+                                        full(s), b_mask);
+              g += run;
+            }
+          } else if constexpr (Pass == pass::input) {
+            SQUEEZE_UNROLL
+            for (int i = 0; i < sources; ++i) {
+              if (static_cast<std::uint32_t>(i) < b_units) {
+                arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s), b_mask);
+              }
+            }
+          } else {
+            SQUEEZE_UNROLL
+            for (int i = 0; i < blocks64; ++i) {
+              arch::tensor_load_2d_multicast(b_stage + i * 8192, &b_map,
+                                             static_cast<int>(n0 + i * bk), static_cast<int>(r0),
+                                             full(s), b_mask);
+            }
+          }
+        }
+        __syncwarp();
+      }
+    }
+  } else {
+    // ---- consumers: 2 warpgroups of wgmma ----
+    const int wg = warp / 4;
+    float acc[BN / IN][IN / 2];
+    SQUEEZE_UNROLL
+    for (int j = 0; j < BN / IN; ++j) {
+      SQUEEZE_UNROLL
+      for (int i = 0; i < IN / 2; ++i) acc[j][i] = 0.0f;
+    }
+    bool flipped[BN / IN] = {};
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % stages;
+      arch::mbarrier_wait(full(s), (kt / stages) & 1);
+      const std::uint32_t a_s = smem + s * stage_bytes;
+      const std::uint32_t b_s = a_s + a_bytes;
+      SQUEEZE_UNROLL
+      for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+      if constexpr (Signs) {
+        // The accumulator of column block j holds sign[j] * (the true sum); when a tile's
+        // sign differs from it, flip it (the wgmma of the last stage has finished), so every
+        // wgmma adds with +1: a run-time choice of the instruction's B scale would make the
+        // compiler serialize every wgmma.
+        const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) {
+          const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
+          const bool negative = Pass == pass::forward
+                                    ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
+                                    : map.tile_sign(col / tile_k, r0 / tile_n) < 0;
+          if (negative != flipped[j]) {  // warp-uniform
+            flipped[j] = negative;
+            SQUEEZE_UNROLL
+            for (int i = 0; i < IN / 2; ++i) acc[j][i] = -acc[j][i];
+          }
+          arch::wgmma_fence_operands(acc[j]);
+        }
+      }
+      arch::wgmma_fence();
+      SQUEEZE_UNROLL
+      for (int ks = 0; ks < k_steps; ++ks) {
+        const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
+                                                       k_major_a ? 16 : 8192, 1024, swizzle);
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) {
+          const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
+          const std::uint64_t db =
+              arch::smem_descriptor(b_s + b_j + ks * b_step, k_major_b ? 16 : 8192, 1024, swizzle);
+          arch::wgmma_ss<tag, IN, 1, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+        }
+      }
+      arch::wgmma_commit();
+      // Finish this stage's wgmma and hand the stage back at once: the copies are the
+      // bottleneck, and a stage more in flight is worth more than overlapping the next
+      // wgmma issue, which the other warpgroup covers. Lane r signals block r.
+      arch::wgmma_wait<0>();
+      SQUEEZE_UNROLL
+      for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+      __syncwarp();
+      if (lane < wg_cluster)
+        arch::mbarrier_arrive_cluster(empty(s), static_cast<std::uint32_t>(lane));
+    }
+
+    // Accumulator fragment of m64nINk: warp w of the warpgroup holds rows 16w..16w+15;
+    // lane l holds rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1}.
+    const float alpha = map.scale();
+    const std::uint32_t row0 =
+        m0 + static_cast<std::uint32_t>(wg * 64 + (warp % 4) * 16 + lane / 4);
+    if constexpr (Pass == pass::memory) {
+      // Output row n, columns k, k + 1 (k even): adjacent in M (one 16-byte chunk), so one
+      // 8-byte reduction adds both. scale * g per tile; W's rows past K or columns past N
+      // have no place in M and are skipped.
+      SQUEEZE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t n = row0 + 8 * h;
+        if (n >= args.rows) continue;
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) {
+          SQUEEZE_UNROLL
+          for (int i = 0; i < IN / 8; ++i) {
+            const std::uint32_t k =
+                n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
+            if (k >= args.cols) continue;
+            const float f = alpha * map.tile_sign(k / tile_k, n / tile_n);
+            float* p = reinterpret_cast<float*>(args.out) + map.element_offset(k, n);
+            const float v0 = f * acc[j][4 * i + 2 * h];
+            const float v1 = f * acc[j][4 * i + 2 * h + 1];
+            if (k + 1 < args.cols) {
+              arch::red_add_v2(p, v0, v1);
+            } else {
+              atomicAdd(p, v0);
+            }
+          }
+        }
+      }
+    } else {
+      const bool pairs_aligned =
+          args.ld_out % 2 == 0 &&
+          reinterpret_cast<std::uintptr_t>(args.out) % (2 * sizeof(Out)) == 0;
+      SQUEEZE_UNROLL
+      for (int j = 0; j < BN / IN; ++j) {
+        const float a = flipped[j] ? -alpha : alpha;
+        SQUEEZE_UNROLL
+        for (int i = 0; i < IN / 8; ++i) {
+          const std::uint32_t col =
+              n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
+          store_pair(args.out, args.ld_out, args.rows, args.cols, row0, col, a * acc[j][4 * i],
+                     a * acc[j][4 * i + 1], pairs_aligned);
+          store_pair(args.out, args.ld_out, args.rows, args.cols, row0 + 8, col,
+                     a * acc[j][4 * i + 2], a * acc[j][4 * i + 3], pairs_aligned);
+        }
+      }
+    }
+  }
+  // No block leaves while its peer may still copy into its shared memory or signal it.
+  arch::cluster_sync();
+#else
+  (void)a_map, (void)b_map, (void)args;
+#endif
+}
+
+template <int = 0>
+SQUEEZE_KERNEL(1)
+void probe_wgmma_kernel(int* built) {
+  *built = core::arch::wgmma_available ? 1 : 0;
+}
+
+/// Whether this translation unit's kernels were built with wgmma for the current device
+/// (the device pass targeted sm_90a and the device runs it). Probed once per device.
+inline bool wgmma_built() {
+  static std::mutex lock;
+  static std::vector<int> known;  // -1 unknown, 0 no, 1 yes; by device ordinal
+  int device = 0;
+  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
+  const std::lock_guard guard{lock};
+  if (known.size() <= static_cast<std::size_t>(device)) known.resize(device + 1, -1);
+  if (known[device] < 0) {
+    int major = 0;
+    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    int built = 0;
+    if (major == 9) {
+      cudaFuncAttributes attributes{};
+      if (cudaFuncGetAttributes(&attributes, probe_wgmma_kernel<>) == cudaSuccess) {
+        int* flag = nullptr;
+        SQUEEZE_CUDA_TRY(cudaMalloc(&flag, sizeof(int)));
+        probe_wgmma_kernel<><<<1, 1>>>(flag);
+        const cudaError_t launched = cudaGetLastError();
+        const cudaError_t copied = cudaMemcpy(&built, flag, sizeof(int), cudaMemcpyDeviceToHost);
+        cudaFree(flag);
+        SQUEEZE_CUDA_TRY(launched);
+        SQUEEZE_CUDA_TRY(copied);
+      } else {
+        (void)cudaGetLastError();  // no image for this device: not built
+      }
+    }
+    known[device] = built;
+  }
+  return known[device] == 1;
+}
+
+inline int multiprocessors() {
+  int device = 0;
+  int sms = 0;
+  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+template <class T>
+bool aligned16(const T* p, std::uint64_t ld) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * sizeof(T)) % 16 == 0;
+}
+
+template <class T>
+CUtensorMapDataType tensor_type() {
+  if constexpr (std::is_same_v<T, float>) {
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  } else {
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  }
+}
+
+/// A row-major matrix operand: `rows` x `cols` elements, rows `ld` apart.
+template <class T>
+struct dense_operand {
+  const T* data;
+  std::uint64_t ld;
+  std::uint64_t rows;
+  std::uint64_t cols;
+};
+
+template <class T, class Out, pass Pass, int BN, int IN, bool Signs>
+void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
+                        const gemm_args<T, Out>& args, cudaStream_t stream) {
+  auto kernel = hopper_gemm_kernel<T, Out, Pass, BN, IN, Signs>;
+  constexpr int smem = wg_smem_bytes<BN>;
+  SQUEEZE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  constexpr auto box = static_cast<std::uint32_t>(128 / sizeof(T));  // 128 bytes
+  // K-major A: 64 rows x 128 bytes per block; MN-major A and B: 64 reduction rows x 128
+  // bytes of outputs. Either way a 64 x 128-byte box.
+  const CUtensorMap a_map = core::tensor_map_2d_swizzled(a.data, tensor_type<T>(), a.rows, a.cols,
+                                                         a.ld * sizeof(T), 64, box);
+  const CUtensorMap b_map = b.data != nullptr
+                                ? core::tensor_map_2d_swizzled(b.data, tensor_type<T>(), b.rows,
+                                                               b.cols, b.ld * sizeof(T), 64, box)
+                                : a_map;
+  const auto blocks = [](std::uint64_t n, std::uint64_t per, std::uint64_t multiple) {
+    return static_cast<unsigned>(((n + per - 1) / per + multiple - 1) / multiple * multiple);
+  };
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks(args.rows, wg_block_m, 1), blocks(args.cols, BN, wg_cluster));
+  config.blockDim = dim3(wg_threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = wg_cluster;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  SQUEEZE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a_map, b_map, args));
+}
+
+/// Picks the instantiation: BN by the shape (or the caller's block_n), IN by the sign hash
+/// and the tile's extent along the output columns. Measured on the H200: clusters of 2
+/// sharing A beat none; clusters of 4 or 8 (sharing B too) were slower, as not all of them
+/// fit on the GPU at once with 193 KiB of shared memory per block.
+template <class T, class Out, pass Pass>
+void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
+                          const gemm_args<T, Out>& args, int block_n, cudaStream_t stream) {
+  const std::uint64_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
+  const bool wide = block_n != 0 ? block_n == 256
+                                 : row_blocks * ((args.cols + 255) / 256) >=
+                                       static_cast<std::uint64_t>(multiprocessors()) * 9 / 10;
+  const std::uint32_t extent = Pass == pass::forward ? args.map.tile().n : args.map.tile().k;
+  const bool signs = Pass != pass::memory && args.map.signs();
+  const auto go = [&]<int BN>() {
+    if (!signs) {
+      launch_hopper_gemm<T, Out, Pass, BN, BN, false>(a, b, args, stream);
+    } else if (extent % BN == 0) {
+      launch_hopper_gemm<T, Out, Pass, BN, BN, true>(a, b, args, stream);
+    } else {
+      launch_hopper_gemm<T, Out, Pass, BN, 64, true>(a, b, args, stream);
+    }
+  };
+  if (wide) {
+    go.template operator()<256>();
+  } else {
+    go.template operator()<128>();
+  }
+}
+
+}  // namespace squeeze::roast::detail
