@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "roast/roast_study.cuh"
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/device.hpp"
 #include "squeeze/core/timer.hpp"
@@ -30,38 +31,7 @@ namespace roast = squeeze::roast;
 
 namespace roast_bench {
 
-constexpr std::uint64_t batch = 512;
-constexpr roast::tile_shape tile{64, 256};
-
-#define CUBLAS_TRY(call)                                                               \
-  do {                                                                                 \
-    const cublasStatus_t s_ = (call);                                                  \
-    if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
-      throw std::runtime_error(std::string{#call} + " failed: " + std::to_string(s_)); \
-  } while (false)
-
-template <class T>
-__global__ void fill_uniform(T* out, std::uint64_t n, std::uint64_t seed, float range) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint64_t r = roast::detail::mix64(i ^ seed);
-    const float u = static_cast<float>(r >> 40) * 0x1p-24f * 2.0f - 1.0f;
-    out[i] = roast::detail::from_float<T>(u * range);
-  }
-}
-
-/// W[k][n] from M, row-major K x N: what cuBLAS multiplies.
-template <class T>
-__global__ void materialize_kernel(roast::mapping map, const T* memory, T* w) {
-  const std::uint64_t total = map.rows() * map.cols();
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < total;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint64_t k = i / map.cols();
-    const std::uint64_t n = i % map.cols();
-    w[i] = roast::detail::from_float<T>(map.element_factor(k, n) *
-                                        roast::detail::to_float(memory[map.element_offset(k, n)]));
-  }
-}
+using namespace squeeze::bench::roast_study;
 
 /// HashedNet: every weight at its own hashed slot of M (per-element hash), fp32 SIMT GEMM.
 struct hashednet_problem {
@@ -81,12 +51,6 @@ struct hashednet_problem {
   __device__ void store(std::uint64_t m, std::uint64_t n, float v) const { y[m * dim + n] = v; }
 };
 
-template <class T>
-void fill(core::device_buffer<T>& b, std::uint64_t seed, float range) {
-  fill_uniform<<<1024, 256>>>(b.data(), b.size(), seed, range);
-  SQUEEZE_CHECK_LAUNCH();
-}
-
 std::map<std::string, double> ms;  // median per benchmark name
 
 template <class Work>
@@ -105,65 +69,6 @@ void timed(benchmark::State& bs, const std::string& name, Work&& work) {
   }
   ms[name] = core::summarize(samples).median_ms;
   bs.counters["TFLOPS"] = 2.0 * batch * 1e-9 * bs.range(0) * bs.range(0) / ms[name];
-}
-
-cublasHandle_t cublas() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t handle;
-    CUBLAS_TRY(cublasCreate(&handle));
-    return handle;
-  }();
-  return h;
-}
-
-/// Y (batch x N) = X (batch x K) . W (K x N), all row-major: in cuBLAS's column-major view
-/// Y^T = W^T . X^T with no transposes.
-template <class T>
-void cublas_forward(const T* x, const T* w, T* y, std::uint64_t k, std::uint64_t n) {
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  const cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
-  const cublasComputeType_t compute =
-      std::is_same_v<T, float> ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
-                          static_cast<int>(batch), static_cast<int>(k), &one, w, type,
-                          static_cast<int>(n), x, type, static_cast<int>(k), &zero, y, type,
-                          static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
-}
-
-/// dX (batch x K) = dY (batch x N) . W^T: column-major dX^T = op_T(W^T) . dY^T.
-template <class T>
-void cublas_backward_input(const T* dy, const T* w, T* dx, std::uint64_t k, std::uint64_t n) {
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(k),
-                          static_cast<int>(batch), static_cast<int>(n), &one, w, CUDA_R_16BF,
-                          static_cast<int>(n), dy, CUDA_R_16BF, static_cast<int>(n), &zero, dx,
-                          CUDA_R_16BF, static_cast<int>(k), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
-}
-
-/// dW (K x N, fp32) = X^T . dY: column-major dW^T = dY^T . X.
-template <class T>
-void cublas_backward_weight(const T* x, const T* dy, float* dw, std::uint64_t k, std::uint64_t n) {
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  CUBLAS_TRY(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(n),
-                          static_cast<int>(k), static_cast<int>(batch), &one, dy, CUDA_R_16BF,
-                          static_cast<int>(n), x, CUDA_R_16BF, static_cast<int>(k), &zero, dw,
-                          CUDA_R_32F, static_cast<int>(n), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
-}
-
-/// dM_ref += fold(dW): the reference gradient of M from cuBLAS's dense dW.
-__global__ void fold_kernel(roast::mapping map, const float* dw, float* dm) {
-  const std::uint64_t total = map.rows() * map.cols();
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < total;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint64_t k = i / map.cols();
-    const std::uint64_t n = i % map.cols();
-    atomicAdd(dm + map.element_offset(k, n), map.element_factor(k, n) * dw[i]);
-  }
 }
 
 /// Everything one (type, size) needs, allocated on first use.
@@ -220,38 +125,6 @@ fixture<T>& get(std::uint64_t d) {
     return *all[d];
   }
   return *f;
-}
-
-template <class T>
-std::vector<float> host_copy(const core::device_buffer<T>& b) {
-  std::vector<T> h(b.size());
-  b.copy_to(std::span<T>{h}, nullptr);
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  std::vector<float> out(h.size());
-  for (std::size_t i = 0; i < h.size(); ++i) out[i] = roast::detail::to_float(h[i]);
-  return out;
-}
-
-/// Largest |a - b| over the largest |b|, both on the device.
-template <class A, class B>
-double relative_difference(const core::device_buffer<A>& a, const core::device_buffer<B>& b) {
-  const auto x = host_copy(a);
-  const auto y = host_copy(b);
-  double diff = 0;
-  double scale = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(x[i] - y[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(y[i])));
-  }
-  return diff / scale;
-}
-
-void require_close(double relative, double limit, const std::string& what) {
-  if (!(relative <= limit)) {
-    std::fprintf(stderr, "MISMATCH %s: max difference %.3g of the largest value (limit %.3g)\n",
-                 what.c_str(), relative, limit);
-    std::exit(3);
-  }
 }
 
 /// ROAST's Y against cuBLAS's on the materialized W: the largest difference relative to
@@ -363,6 +236,16 @@ void register_type(const char* type, std::uint64_t max_dim) {
             SQUEEZE_CHECK_LAUNCH();
             require_close(relative_difference(f.dm, f.dm_ref), 1e-3, name);
           });
+      reg(std::string{"roast/dm-deterministic/"} + type + "/4MB/" + size,
+          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
+            roast::gemm_options det;
+            det.deterministic = true;
+            f.dm.fill_bytes(0, nullptr);
+            timed(bs, name, [&] {
+              roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
+                                     f.dm.data(), nullptr, det);
+            });
+          });
       // One layer's training step: forward, dX, dW (dense) or dM (ROAST).
       reg(std::string{"cublas/step/"} + type + "/" + size,
           [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
@@ -470,6 +353,14 @@ int main(int argc, char** argv) {
     const double bs = find("cublas/step/bf16/" + s), rs = find("roast/step/bf16/4MB/" + s);
     std::printf("%6s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", s.c_str(), bx,
                 rx, rx / bx, bw, rm, rm / bw, bs, rs, rs / bs);
+  }
+  for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
+    const std::string k = "roast/dm-deterministic/bf16/4MB/" + std::to_string(d);
+    const std::string b = "cublas/dw/bf16/" + std::to_string(d);
+    if (ms.count(k) && ms.count(b)) {
+      std::printf("dM deterministic %6llu: %.1f us (%.2f x cuBLAS dW)\n",
+                  static_cast<unsigned long long>(d), ms[k] * 1e3, ms[k] / ms[b]);
+    }
   }
   for (const char* type : {"tf32", "bf16"}) {
     const std::string k = std::string{"roast/forward/"} + type + "/4MB-signs/8192";

@@ -21,6 +21,7 @@
 #include "common/report.hpp"
 #include "frsz2/frsz2_study.cuh"
 #include "ibp/ibp_study.cuh"
+#include "roast/roast_study.cuh"
 #include "squeeze/core.hpp"
 #include "xfer/xfer_study.cuh"
 
@@ -34,6 +35,7 @@ std::vector<tour_section> tour_sections() {
       {"xfer", xfer_study::tour_section},
       {"ibp", ibp_study::tour_section},
       {"frsz2", frsz2_study::tour_section},
+      {"roast", roast_study::tour_section},
   };
 }
 

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -262,6 +263,45 @@ TEST(RoastGemm, BackwardMemory) {
   std::uint64_t seed = 700;
   for (const auto& c : cases_fp32()) check_backward_memory<float>(c, seed++);
   for (const auto& c : cases_16bit()) check_backward_memory<__nv_bfloat16>(c, seed++);
+}
+
+// The deterministic fold: the same bits on every run, and the same values as the reference.
+TEST(RoastGemm, BackwardMemoryDeterministic) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 800;
+  for (auto c : cases_16bit()) {
+    c.options.deterministic = true;
+    check_backward_memory<__nv_bfloat16>(c, seed++);
+  }
+  for (auto c : cases_fp32()) {
+    c.options.deterministic = true;
+    check_backward_memory<float>(c, seed++);
+  }
+  // Bit-identical repeats, on a case with many tiles sharing each element of M.
+  const gemm_case c{512, 640, 768, {128, 128}, true, 20000};
+  const problem<__nv_bfloat16> p{c, 900};
+  const auto x =
+      squeeze::test::random_values<__nv_bfloat16>(c.batch * c.k, 901, from_f<__nv_bfloat16>);
+  const auto dy =
+      squeeze::test::random_values<__nv_bfloat16>(c.batch * c.n, 902, from_f<__nv_bfloat16>);
+  auto d_x = upload(x);
+  auto d_dy = upload(dy);
+  roast::gemm_options det;
+  det.deterministic = true;
+  std::vector<float> first;
+  for (int run = 0; run < 3; ++run) {
+    core::device_buffer<float> d_dm{c.memory};
+    d_dm.fill_bytes(0, nullptr);
+    roast::backward_memory(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(), nullptr,
+                           det);
+    const auto got = download(d_dm);
+    if (run == 0) {
+      first = got;
+    } else {
+      ASSERT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0)
+          << "run " << run << " differs";
+    }
+  }
 }
 
 TEST(RoastGemm, RejectsBadArguments) {

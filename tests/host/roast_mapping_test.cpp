@@ -40,6 +40,10 @@ TEST(RoastMapping, InTileOrderIsABijectionKeepingChunksWhole) {
         for (std::uint32_t j = 0; j < t.n; ++j) {
           const std::uint32_t o = layout.offset(i, j);
           ASSERT_LT(o, seen.size());
+          std::uint32_t pi = 0, pj = 0;
+          layout.position(o, pi, pj);
+          ASSERT_EQ(pi, i);
+          ASSERT_EQ(pj, j);
           ++seen[o];
           // Values of one 16-byte chunk along k stay adjacent and in order.
           if (i % per_chunk != 0) {

@@ -130,13 +130,17 @@ SQUEEZE_DEVICE void tensor_load_2d_multicast(std::uint32_t dst, const CUtensorMa
 
 // ---- reductions ----------------------------------------------------------------------
 
-/// p[0] += a, p[1] += b as one 8-byte reduction (p 8-byte aligned; relaxed, no result).
-SQUEEZE_DEVICE void red_add_v2(float* p, float a, float b) {
+/// p[0..3] += v as one 16-byte reduction (p 16-byte aligned; relaxed, no result).
+SQUEEZE_DEVICE void red_add_v4(float* p, float4 v) {
 #if SQUEEZE_HOPPER_PTX
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
+               : "memory");
 #else
-  atomicAdd(p, a);
-  atomicAdd(p + 1, b);
+  atomicAdd(p, v.x);
+  atomicAdd(p + 1, v.y);
+  atomicAdd(p + 2, v.z);
+  atomicAdd(p + 3, v.w);
 #endif
 }
 

@@ -21,12 +21,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/roast/detail/fold.cuh"
 #include "squeeze/roast/detail/hopper_gemm.cuh"
 #include "squeeze/roast/detail/operand.cuh"
 #include "squeeze/roast/detail/simt_gemm.cuh"
@@ -42,7 +44,8 @@ enum class math {
 
 struct gemm_options {
   math mode = math::tensor_cores;
-  /// backward_memory: add into dM in a fixed order, so repeated runs give identical bits.
+  /// backward_memory: add into dM in a fixed order, so repeated runs give identical bits
+  /// (uses a workspace the size of the dense gradient; see backward_memory).
   bool deterministic = false;
   /// Output columns per block of the tensor-core kernels: 128, 256, or 0 to choose by the
   /// shape. A tuning knob only: results never depend on it beyond rounding.
@@ -138,8 +141,13 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
 }
 
 /// dM += fold(scale * g * (X^T . dY)): the gradient of M (fp32, |M| values, same indices as
-/// M) from this module, summed per tile in fp32 and added with atomics. Accumulates: zero dM
-/// once per step, then call once per module. Tensor cores for bf16 and fp16.
+/// M) from this module. Accumulates: zero dM once per step, then call once per module.
+/// Default: each tile is summed over the batch in fp32, then added to dM with 16-byte
+/// atomics (no update lost; the order, and so the last bits, vary between runs).
+/// `options.deterministic`: the tiles' sums go to a workspace (allocated on `stream`, the
+/// size of the dense gradient) and one thread per element of M adds them in a fixed order,
+/// so runs give identical bits; this call then waits for `stream` once (to upload the
+/// sorted tile starts). Tensor cores for bf16 and fp16.
 template <detail::operand T>
 void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t lddy,
                      const mapping& map, std::uint64_t batch, float* dmemory,
@@ -149,32 +157,40 @@ void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t l
                   "roast::backward_memory: the mapping was built for another element size");
   SQUEEZE_EXPECTS(batch < (std::uint64_t{1} << 31),
                   "roast::backward_memory: batch must be below 2^31");
+  SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 128 || options.block_n == 256,
+                  "roast::backward_memory: options.block_n must be 0, 128 or 256");
   SQUEEZE_EXPECTS(ldx >= map.rows() && lddy >= map.cols(),
                   "roast::backward_memory: ldx must be >= K and lddy >= N");
   SQUEEZE_EXPECTS(dmemory != nullptr, "roast::backward_memory: dM must not be null");
-  SQUEEZE_EXPECTS(!options.deterministic,
-                  "roast::backward_memory: the deterministic mode is not built yet");
   if (batch == 0) return;
   SQUEEZE_EXPECTS(x != nullptr && dy != nullptr,
                   "roast::backward_memory: X and dY must not be null");
+  std::optional<detail::fold_plan> plan;
+  if (options.deterministic) plan.emplace(map, stream);
+  float* workspace = plan ? plan->workspace.data() : nullptr;
+  bool done = false;
   if constexpr (!std::is_same_v<T, float>) {
     if (detail::aligned16(x, ldx) && detail::aligned16(dy, lddy) &&
-        reinterpret_cast<std::uintptr_t>(dmemory) % 8 == 0 && detail::wgmma_built()) {
+        reinterpret_cast<std::uintptr_t>(dmemory) % 16 == 0 && detail::wgmma_built()) {
       const detail::gemm_args<T, float> args{nullptr,
                                              map,
                                              dmemory,
                                              0,
                                              static_cast<std::uint32_t>(map.cols()),
                                              static_cast<std::uint32_t>(map.rows()),
-                                             static_cast<std::uint32_t>(batch)};
+                                             static_cast<std::uint32_t>(batch),
+                                             workspace};
       detail::dispatch_hopper_gemm<T, float, detail::pass::memory>({dy, lddy, batch, map.cols()},
                                                                    {x, ldx, batch, map.rows()},
                                                                    args, options.block_n, stream);
-      return;
+      done = true;
     }
   }
-  detail::launch_simt(detail::simt_backward_memory<T>{x, ldx, dy, lddy, map, dmemory, batch},
-                      stream);
+  if (!done) {
+    detail::launch_simt(
+        detail::simt_backward_memory<T>{x, ldx, dy, lddy, map, dmemory, batch, workspace}, stream);
+  }
+  if (plan) plan->fold(map, dmemory, stream);
 }
 
 }  // namespace squeeze::roast

@@ -150,6 +150,16 @@ struct tile_layout {
     const std::uint32_t chunk = (c / per_chunk) ^ r;
     return atom * atom_values() + r * ak + chunk * per_chunk + c % per_chunk;
   }
+  /// The inverse of `offset`: the (i along k, j along n) stored at offset o of a tile.
+  SQUEEZE_HOST_DEVICE void position(std::uint32_t o, std::uint32_t& i, std::uint32_t& j) const {
+    const std::uint32_t ak = atom_k();
+    const std::uint32_t per_chunk = 16u / element_bytes;
+    const std::uint32_t atom = o / atom_values();
+    const std::uint32_t r = (o % atom_values()) / ak;
+    const std::uint32_t chunk = ((o % ak) / per_chunk) ^ r;
+    i = (atom / (tile_n / 8)) * ak + chunk * per_chunk + o % per_chunk;
+    j = (atom % (tile_n / 8)) * 8 + r;
+  }
 };
 
 /// One module's view into M: everything a kernel needs to find W's tiles. Trivially
@@ -219,6 +229,14 @@ class mapping {
   /// Where W[k][n] lives in M.
   SQUEEZE_HOST_DEVICE std::uint64_t element_offset(std::uint64_t k, std::uint64_t n) const {
     return tile_offset(k / layout_.tile_k, n / layout_.tile_n) +
+           layout_.offset(static_cast<std::uint32_t>(k % layout_.tile_k),
+                          static_cast<std::uint32_t>(n % layout_.tile_n));
+  }
+  /// Where W[k][n] goes in a workspace of whole tiles in tile order, each in the in-tile
+  /// order: tile (kb, nb) at (kb * tiles_n + nb) * Z1 * Z2 (the deterministic gradient fold).
+  SQUEEZE_HOST_DEVICE std::uint64_t workspace_offset(std::uint64_t k, std::uint64_t n) const {
+    const std::uint64_t tile = (k / layout_.tile_k) * tiles_n_ + n / layout_.tile_n;
+    return tile * layout_.tile_k * layout_.tile_n +
            layout_.offset(static_cast<std::uint32_t>(k % layout_.tile_k),
                           static_cast<std::uint32_t>(n % layout_.tile_n));
   }

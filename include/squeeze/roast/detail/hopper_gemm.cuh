@@ -53,6 +53,9 @@ struct gemm_args {
   std::uint32_t rows;   ///< output rows: batch, or N for the memory pass
   std::uint32_t cols;   ///< output columns: N, K, K
   std::uint32_t depth;  ///< reduction: K, N, batch
+  /// Memory pass: when set, each tile's sums are stored here (mapping::workspace_offset)
+  /// for the deterministic fold instead of added to dM.
+  float* workspace = nullptr;
 };
 
 /// Pipeline depth: 192 KiB of stages (48 KiB each at BN = 256, 32 KiB at BN = 128).
@@ -313,29 +316,38 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     const std::uint32_t row0 =
         m0 + static_cast<std::uint32_t>(wg * 64 + (warp % 4) * 16 + lane / 4);
     if constexpr (Pass == pass::memory) {
-      // Output row n, columns k, k + 1 (k even): adjacent in M (one 16-byte chunk), so one
-      // 8-byte reduction adds both. scale * g per tile; W's rows past K or columns past N
-      // have no place in M and are skipped.
+      // Lanes 2q and 2q + 1 of a quad hold columns k..k+3 of rows n and n + 8, two each;
+      // one exchange gives the even lane row n and the odd lane row n + 8, 4 columns each:
+      // 4 values adjacent in M (one 16-byte chunk), added with one 16-byte reduction.
+      // scale * g per tile; W's rows past K or columns past N have no place in M.
+      const bool odd = (lane & 1) != 0;
+      const std::uint32_t n = row0 + (odd ? 8u : 0u);
       SQUEEZE_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const std::uint32_t n = row0 + 8 * h;
-        if (n >= args.rows) continue;
+      for (int j = 0; j < BN / IN; ++j) {
         SQUEEZE_UNROLL
-        for (int j = 0; j < BN / IN; ++j) {
-          SQUEEZE_UNROLL
-          for (int i = 0; i < IN / 8; ++i) {
-            const std::uint32_t k =
-                n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
-            if (k >= args.cols) continue;
-            const float f = alpha * map.tile_sign(k / tile_k, n / tile_n);
-            float* p = reinterpret_cast<float*>(args.out) + map.element_offset(k, n);
-            const float v0 = f * acc[j][4 * i + 2 * h];
-            const float v1 = f * acc[j][4 * i + 2 * h + 1];
-            if (k + 1 < args.cols) {
-              arch::red_add_v2(p, v0, v1);
-            } else {
-              atomicAdd(p, v0);
-            }
+        for (int i = 0; i < IN / 8; ++i) {
+          const float* v = &acc[j][4 * i];
+          const float send0 = odd ? v[0] : v[2];
+          const float send1 = odd ? v[1] : v[3];
+          const float got0 = __shfl_xor_sync(full_warp_mask, send0, 1);
+          const float got1 = __shfl_xor_sync(full_warp_mask, send1, 1);
+          float4 q =
+              odd ? make_float4(got0, got1, v[2], v[3]) : make_float4(v[0], v[1], got0, got1);
+          const std::uint32_t k =
+              n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 4 * ((lane % 4) / 2));
+          if (n >= args.rows || k >= args.cols) continue;
+          const float f = alpha * map.tile_sign(k / tile_k, n / tile_n);
+          q = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
+          if (args.workspace != nullptr) {  // k + 3 < cols: cols is a multiple of 8 here
+            *reinterpret_cast<float4*>(args.workspace + map.workspace_offset(k, n)) = q;
+            continue;
+          }
+          float* p = reinterpret_cast<float*>(args.out) + map.element_offset(k, n);
+          if (k + 3 < args.cols) {
+            arch::red_add_v4(p, q);
+          } else {
+            const float part[4] = {q.x, q.y, q.z, q.w};
+            for (std::uint32_t e = 0; k + e < args.cols; ++e) atomicAdd(p + e, part[e]);
           }
         }
       }

@@ -138,6 +138,7 @@ struct simt_backward_memory {
   mapping map;
   float* dmemory;
   std::uint64_t batch;
+  float* workspace = nullptr;  ///< set: store per-tile sums for the deterministic fold
   SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return map.rows(); }
   SQUEEZE_HOST_DEVICE std::uint64_t cols() const { return map.cols(); }
   SQUEEZE_HOST_DEVICE std::uint64_t depth() const { return batch; }
@@ -148,7 +149,11 @@ struct simt_backward_memory {
     return to_float(dy[m * lddy + n]);
   }
   SQUEEZE_DEVICE void store(std::uint64_t k, std::uint64_t n, float v) const {
-    atomicAdd(dmemory + map.element_offset(k, n), map.element_factor(k, n) * v);
+    if (workspace != nullptr) {
+      workspace[map.workspace_offset(k, n)] = map.element_factor(k, n) * v;
+    } else {
+      atomicAdd(dmemory + map.element_offset(k, n), map.element_factor(k, n) * v);
+    }
   }
 };
 
