@@ -32,6 +32,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/manual_time.hpp"
 #include "common/report.hpp"
 #include "frsz2/frsz2_study.cuh"
 
@@ -100,19 +101,7 @@ state st;
 
 template <class Work>
 void timed(benchmark::State& bs, const std::string& name, Work&& work) {
-  core::event_timer timer;
-  for (int i = 0; i < 3; ++i) work();  // warm-up
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  std::vector<double> samples;
-  for (auto _ : bs) {
-    timer.start();
-    work();
-    timer.stop();
-    const double ms = timer.elapsed_ms();
-    bs.SetIterationTime(ms * 1e-3);
-    samples.push_back(ms);
-  }
-  st.ms[name] = core::summarize(samples).median_ms;
+  st.ms[name] = squeeze::bench::time_manual(bs, work);
 }
 
 template <class Reader, int Flops, int Unroll = Reader::lane_values == 1 ? 8 : 4>

@@ -16,10 +16,12 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/manual_time.hpp"
 #include "roast/roast_study.cuh"
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/device.hpp"
@@ -55,19 +57,7 @@ std::map<std::string, double> ms;  // median per benchmark name
 
 template <class Work>
 void timed(benchmark::State& bs, const std::string& name, Work&& work) {
-  core::event_timer timer;
-  for (int i = 0; i < 3; ++i) work();
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  std::vector<double> samples;
-  for (auto _ : bs) {
-    timer.start();
-    work();
-    timer.stop();
-    const double t = timer.elapsed_ms();
-    bs.SetIterationTime(t * 1e-3);
-    samples.push_back(t);
-  }
-  ms[name] = core::summarize(samples).median_ms;
+  ms[name] = squeeze::bench::time_manual(bs, work);
   bs.counters["TFLOPS"] = 2.0 * batch * 1e-9 * bs.range(0) * bs.range(0) / ms[name];
 }
 
@@ -135,163 +125,130 @@ void cross_check(fixture<T>& f, const std::string& what) {
                 what);
 }
 
+/// Registers benchmark `name` at size d: body(bs, name, fixture) inside the error handling
+/// every case shares.
+template <class T, class Body>
+void reg(const std::string& name, std::uint64_t d, int iterations, Body body) {
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [=](benchmark::State& bs) {
+                                 try {
+                                   body(bs, name, get<T>(d));
+                                 } catch (const std::exception& e) {
+                                   bs.SkipWithError(e.what());
+                                 }
+                               })
+      ->Arg(static_cast<int64_t>(d))
+      ->Iterations(iterations)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
 template <class T>
 void register_type(const char* type, std::uint64_t max_dim) {
+  using F = fixture<T>;
   for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
     const std::string size = std::to_string(d);
-    for (int key : {4, 64, -4}) {
+    for (int key : {4, 64, -4}) {  // |M| in MB; -4: 4 MB with the sign hash
       if (key < 0 && d != 8192) continue;
       const int mb = key < 0 ? -key : key;
       const std::string name = std::string{"roast/forward/"} + type + "/" + std::to_string(mb) +
                                (key < 0 ? "MB-signs/" : "MB/") + size;
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& bs) {
-                                     try {
-                                       auto& f = get<T>(d);
-                                       timed(bs, name, [&] {
-                                         roast::forward(f.x.data(), d, f.memory.at(mb).data(),
-                                                        f.maps.at(key), batch, f.y_roast.data(), d);
-                                       });
-                                       // The baseline on the same W, then the cross-check of the
-                                       // two outputs.
-                                       f.materialize(key);
-                                       cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d,
-                                                      d);
-                                       cross_check(f, name);
-                                     } catch (const std::exception& e) {
-                                       bs.SkipWithError(e.what());
-                                     }
-                                   })
-          ->Arg(static_cast<int64_t>(d))
-          ->Iterations(20)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      reg<T>(name, d, 20, [d, key, mb](benchmark::State& bs, const std::string& n, F& f) {
+        timed(bs, n, [&] {
+          roast::forward(f.x.data(), d, f.memory.at(mb).data(), f.maps.at(key), batch,
+                         f.y_roast.data(), d);
+        });
+        // The baseline on the same W, then the cross-check of the two outputs.
+        f.materialize(key);
+        cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d);
+        cross_check(f, n);
+      });
     }
-    const std::string dense = std::string{"cublas/forward/"} + type + "/" + size;
-    benchmark::RegisterBenchmark(
-        dense.c_str(),
-        [=](benchmark::State& bs) {
-          try {
-            auto& f = get<T>(d);
-            f.materialize(4);
-            timed(bs, dense,
-                  [&] { cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d); });
-          } catch (const std::exception& e) {
-            bs.SkipWithError(e.what());
-          }
-        })
-        ->Arg(static_cast<int64_t>(d))
-        ->Iterations(20)
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    reg<T>(std::string{"cublas/forward/"} + type + "/" + size, d, 20,
+           [d](benchmark::State& bs, const std::string& n, F& f) {
+             f.materialize(4);
+             timed(bs, n, [&] { cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d); });
+           });
     if constexpr (!std::is_same_v<T, float>) {
-      const auto reg = [&](const std::string& name, auto body) {
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& bs) {
-                                       try {
-                                         body(bs, name, get<T>(d));
-                                       } catch (const std::exception& e) {
-                                         bs.SkipWithError(e.what());
-                                       }
-                                     })
-            ->Arg(static_cast<int64_t>(d))
-            ->Iterations(20)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-      };
-      reg(std::string{"cublas/dx/"} + type + "/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            f.materialize(4);
-            timed(bs, name,
-                  [&] { cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d); });
-          });
-      reg(std::string{"roast/dx/"} + type + "/4MB/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            timed(bs, name, [&] {
-              roast::backward_input(f.dy.data(), d, f.memory.at(4).data(), f.maps.at(4), batch,
-                                    f.dx_roast.data(), d);
-            });
-            f.materialize(4);
-            cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
-            require_close(relative_difference(f.dx_roast, f.dx_dense), 2e-2, name);
-          });
-      reg(std::string{"cublas/dw/"} + type + "/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            timed(bs, name,
-                  [&] { cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d); });
-          });
-      reg(std::string{"roast/dm/"} + type + "/4MB/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            f.dm.fill_bytes(0, nullptr);
-            timed(bs, name, [&] {
-              roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
-                                     f.dm.data());
-            });
-            // One more call into a zeroed dM against the fold of cuBLAS's dW.
-            f.dm.fill_bytes(0, nullptr);
-            roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data());
-            cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
-            f.dm_ref.fill_bytes(0, nullptr);
-            fold_kernel<<<2048, 256>>>(f.maps.at(4), f.dw.data(), f.dm_ref.data());
-            SQUEEZE_CHECK_LAUNCH();
-            require_close(relative_difference(f.dm, f.dm_ref), 1e-3, name);
-          });
-      reg(std::string{"roast/dm-deterministic/"} + type + "/4MB/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            roast::gemm_options det;
-            det.deterministic = true;
-            f.dm.fill_bytes(0, nullptr);
-            timed(bs, name, [&] {
-              roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
-                                     f.dm.data(), nullptr, det);
-            });
-          });
-      // One layer's training step: forward, dX, dW (dense) or dM (ROAST).
-      reg(std::string{"cublas/step/"} + type + "/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            f.materialize(4);
-            timed(bs, name, [&] {
-              cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d);
-              cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
-              cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
-            });
-          });
-      reg(std::string{"roast/step/"} + type + "/4MB/" + size,
-          [d](benchmark::State& bs, const std::string& name, fixture<T>& f) {
-            timed(bs, name, [&] {
-              const auto& map = f.maps.at(4);
-              const T* m = f.memory.at(4).data();
-              roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
-              roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
-              roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data());
-            });
-          });
-    }
-    if constexpr (std::is_same_v<T, float>) {
-      if (d <= 8192) {
-        const std::string hn = std::string{"hashednet/forward/fp32/4MB/"} + size;
-        benchmark::RegisterBenchmark(
-            hn.c_str(),
-            [=](benchmark::State& bs) {
-              try {
-                auto& f = get<T>(d);
-                const hashednet_problem p{
-                    f.x.data(),
-                    f.memory.at(4).data(),
-                    f.y_dense.data(),
-                    roast::universal_hash::from_seed(19, f.memory.at(4).size()),
-                    d,
-                    roast::gms_scale(1.0, d)};
-                timed(bs, hn, [&] { roast::detail::launch_simt(p, nullptr); });
-              } catch (const std::exception& e) {
-                bs.SkipWithError(e.what());
-              }
-            })
-            ->Arg(static_cast<int64_t>(d))
-            ->Iterations(5)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+      reg<T>(std::string{"cublas/dx/"} + type + "/" + size, d, 20,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               f.materialize(4);
+               timed(bs, n, [&] {
+                 cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
+               });
+             });
+      reg<T>(std::string{"roast/dx/"} + type + "/4MB/" + size, d, 20,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               timed(bs, n, [&] {
+                 roast::backward_input(f.dy.data(), d, f.memory.at(4).data(), f.maps.at(4), batch,
+                                       f.dx_roast.data(), d);
+               });
+               f.materialize(4);
+               cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
+               require_close(relative_difference(f.dx_roast, f.dx_dense), 2e-2, n);
+             });
+      reg<T>(std::string{"cublas/dw/"} + type + "/" + size, d, 20,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               timed(bs, n,
+                     [&] { cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d); });
+             });
+      // dM with atomics, and with a deterministic fold (built once, outside the timing).
+      for (const bool deterministic : {false, true}) {
+        const std::string name =
+            std::string{deterministic ? "roast/dm-deterministic/" : "roast/dm/"} + type + "/4MB/" +
+            size;
+        reg<T>(name, d, 20, [d, deterministic](benchmark::State& bs, const std::string& n, F& f) {
+          std::optional<roast::gradient_fold> fold;
+          roast::gemm_options options;
+          if (deterministic) options.fold = &fold.emplace(f.maps.at(4));
+          const auto run = [&] {
+            roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data(),
+                                   nullptr, options);
+          };
+          f.dm.fill_bytes(0, nullptr);
+          timed(bs, n, run);
+          // One more call into a zeroed dM against the fold of cuBLAS's dW.
+          f.dm.fill_bytes(0, nullptr);
+          run();
+          cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
+          f.dm_ref.fill_bytes(0, nullptr);
+          fold_dense_gradient<<<2048, 256>>>(f.maps.at(4), f.dw.data(), f.dm_ref.data());
+          SQUEEZE_CHECK_LAUNCH();
+          require_close(relative_difference(f.dm, f.dm_ref), 1e-3, n);
+        });
       }
+      // One layer's training step: forward, dX, dW (dense) or dM (ROAST).
+      reg<T>(std::string{"cublas/step/"} + type + "/" + size, d, 20,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               f.materialize(4);
+               timed(bs, n, [&] {
+                 cublas_forward(f.x.data(), f.w.data(), f.y_dense.data(), d, d);
+                 cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
+                 cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
+               });
+             });
+      reg<T>(std::string{"roast/step/"} + type + "/4MB/" + size, d, 20,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               const auto& map = f.maps.at(4);
+               const T* m = f.memory.at(4).data();
+               timed(bs, n, [&] {
+                 roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
+                 roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
+                 roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data());
+               });
+             });
+    } else if (d <= 8192) {
+      reg<T>(std::string{"hashednet/forward/fp32/4MB/"} + size, d, 5,
+             [d](benchmark::State& bs, const std::string& n, F& f) {
+               const hashednet_problem p{
+                   f.x.data(),
+                   f.memory.at(4).data(),
+                   f.y_dense.data(),
+                   roast::universal_hash::from_seed(19, f.memory.at(4).size()),
+                   d,
+                   roast::gms_scale(1.0, d)};
+               timed(bs, n, [&] { roast::detail::launch_simt(p, nullptr); });
+             });
     }
   }
 }

@@ -116,7 +116,7 @@ void cublas_backward_weight(const T* x, const T* dy, float* dw, std::uint64_t k,
 }
 
 /// dM_ref += fold(dW): the reference gradient of M from cuBLAS's dense dW.
-__global__ void fold_kernel(roast::mapping map, const float* dw, float* dm) {
+__global__ void fold_dense_gradient(roast::mapping map, const float* dw, float* dm) {
   const std::uint64_t total = map.rows() * map.cols();
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < total;
        i += std::uint64_t{gridDim.x} * blockDim.x) {

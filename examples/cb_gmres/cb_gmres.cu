@@ -19,7 +19,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +30,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/cli.hpp"
 
 namespace core = squeeze::core;
 namespace frsz2 = squeeze::frsz2;
@@ -50,10 +51,8 @@ constexpr const char* usage =
     "  --restart M    Krylov vectors per cycle (default 100)\n"
     "  --json PATH    also write the results as JSON\n";
 
-/// A command-line mistake: reported with the usage, exit status 2.
-struct usage_error {
-  std::string message;
-};
+using squeeze_examples::parse_number;
+using squeeze_examples::usage_error;
 
 struct arguments {
   std::optional<std::string> matrix_file;
@@ -102,18 +101,6 @@ const format_entry* find_format(std::string_view name) {
     if (name == f.name) return &f;
   }
   return nullptr;
-}
-
-template <class T>
-T parse_number(std::string_view option, std::string_view text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || ptr != end) {
-    throw usage_error{std::string{option} + ": '" + std::string{text} + "' is not a valid " +
-                      (std::is_integral_v<T> ? "integer" : "number")};
-  }
-  return value;
 }
 
 arguments parse(int argc, char** argv) {

@@ -36,7 +36,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -50,6 +49,8 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include "common/cli.hpp"
 
 namespace core = squeeze::core;
 namespace io = squeeze::io;
@@ -251,10 +252,8 @@ constexpr const char* usage =
     "  --gms-c C           M ~ U(-1/C, 1/C), lambda = C / sqrt(fan_in) (default sqrt(512))\n"
     "  --dense-tf32        cuBLAS layers on TF32 tensor cores (default: exact fp32)\n";
 
-/// A command-line mistake: reported with the usage, exit status 2.
-struct usage_error {
-  std::string message;
-};
+using squeeze_examples::parse_number;
+using squeeze_examples::usage_error;
 
 /// The data set is not where --data says: reported with advice, exit status 1.
 struct missing_data {
@@ -272,18 +271,6 @@ struct arguments {
   double gms_c = std::sqrt(512.0);
   bool dense_tf32 = false;
 };
-
-template <class T>
-T parse_number(std::string_view option, std::string_view text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || ptr != end || text.empty()) {
-    throw usage_error{std::string{option} + ": '" + std::string{text} + "' is not a valid " +
-                      (std::is_integral_v<T> ? "non-negative integer" : "number")};
-  }
-  return value;
-}
 
 arguments parse(int argc, char** argv) {
   arguments args;

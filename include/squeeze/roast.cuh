@@ -4,6 +4,7 @@
 // squeeze_use_hopper_features(target)); elsewhere portable kernels compute the same result.
 #pragma once
 
+#include "squeeze/roast/fold.cuh"
 #include "squeeze/roast/gemm.cuh"
 #include "squeeze/roast/lookup.cuh"
 #include "squeeze/roast/lookup.hpp"

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,8 +153,8 @@ void check_backward_input(const gemm_case& c, std::uint64_t seed) {
 }
 
 template <class T>
-void check_backward_memory(const gemm_case& c, std::uint64_t seed) {
-  SCOPED_TRACE(describe(c));
+void check_backward_memory(const gemm_case& c, std::uint64_t seed, bool deterministic = false) {
+  SCOPED_TRACE(describe(c) + (deterministic ? " deterministic" : ""));
   const problem<T> p{c, seed};
   const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
   const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
@@ -178,8 +179,11 @@ void check_backward_memory(const gemm_case& c, std::uint64_t seed) {
   auto d_x = upload(x);
   auto d_dy = upload(dy);
   auto d_dm = upload(initial);
+  std::optional<roast::gradient_fold> fold;
+  roast::gemm_options options = c.options;
+  if (deterministic) options.fold = &fold.emplace(p.map);
   roast::backward_memory(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(), nullptr,
-                         c.options);
+                         options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   expect_close(download(d_dm), ref, product_tolerance<T>(c, c.batch), "backward_memory");
 }
@@ -269,14 +273,8 @@ TEST(RoastGemm, BackwardMemory) {
 TEST(RoastGemm, BackwardMemoryDeterministic) {
   SQUEEZE_REQUIRE_GPU();
   std::uint64_t seed = 800;
-  for (auto c : cases_16bit()) {
-    c.options.deterministic = true;
-    check_backward_memory<__nv_bfloat16>(c, seed++);
-  }
-  for (auto c : cases_fp32()) {
-    c.options.deterministic = true;
-    check_backward_memory<float>(c, seed++);
-  }
+  for (const auto& c : cases_16bit()) check_backward_memory<__nv_bfloat16>(c, seed++, true);
+  for (const auto& c : cases_fp32()) check_backward_memory<float>(c, seed++, true);
   // Bit-identical repeats, on a case with many tiles sharing each element of M.
   const gemm_case c{512, 640, 768, {128, 128}, true, 20000};
   const problem<__nv_bfloat16> p{c, 900};
@@ -286,8 +284,9 @@ TEST(RoastGemm, BackwardMemoryDeterministic) {
       squeeze::test::random_values<__nv_bfloat16>(c.batch * c.n, 902, from_f<__nv_bfloat16>);
   auto d_x = upload(x);
   auto d_dy = upload(dy);
+  roast::gradient_fold fold{p.map};
   roast::gemm_options det;
-  det.deterministic = true;
+  det.fold = &fold;
   std::vector<float> first;
   for (int run = 0; run < 3; ++run) {
     core::device_buffer<float> d_dm{c.memory};
@@ -316,9 +315,16 @@ TEST(RoastGemm, RejectsBadArguments) {
   EXPECT_THROW(roast::backward_input(m32, 100, m32, map32, 1, m32, 256), squeeze::invalid_argument);
   // Misaligned M.
   EXPECT_THROW(roast::forward(m32, 256, m32 + 1, map32, 1, m32, 256), squeeze::invalid_argument);
+  SQUEEZE_REQUIRE_GPU();
+  // A fold built for another module.
+  const roast::mapping other{roast::module_desc{256, 256, {64, 64}, 1.0f, 99}, 8192, 2};
+  roast::gradient_fold fold{other};
+  roast::gemm_options wrong_fold;
+  wrong_fold.fold = &fold;
+  EXPECT_THROW(roast::backward_memory(m16, 256, m16, 256, map, 1, m32, nullptr, wrong_fold),
+               squeeze::invalid_argument);
   roast::gemm_options bad;
   bad.block_n = 96;
-  SQUEEZE_REQUIRE_GPU();
   core::device_buffer<float> d{256 * 256};
   EXPECT_THROW(roast::forward(d.data(), 256, d.data(), map32, 1, d.data(), 256, nullptr, bad),
                squeeze::invalid_argument);

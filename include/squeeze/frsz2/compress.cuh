@@ -26,6 +26,7 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/format.hpp"
@@ -330,9 +331,7 @@ void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::floa
 }
 
 inline unsigned grid_for(std::size_t items, int per_block) {
-  int device = 0, sms = 0;
-  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = core::current_sm_count();
   const std::size_t wanted = (items + per_block - 1) / per_block;
   return static_cast<unsigned>(
       std::max<std::size_t>(1, std::min<std::size_t>(wanted, std::size_t(sms) * 16)));

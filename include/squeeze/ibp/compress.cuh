@@ -30,6 +30,7 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
@@ -383,10 +384,7 @@ inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::siz
     const std::uint32_t columns = (row_bytes + 3) / 4;
     const dim3 block{256};
     // Enough row slices for ~4 waves of 8 blocks per SM, at least 64 rows each.
-    int device = 0;
-    int sms = 0;
-    SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int sms = core::current_sm_count();
     const std::size_t slices_wanted = std::max<std::size_t>(
         1, static_cast<std::size_t>(sms) * 8 * 4 / core::div_ceil<std::uint32_t>(columns, 256));
     const std::size_t rows_per_slice = std::max<std::size_t>(64, core::div_ceil(n, slices_wanted));

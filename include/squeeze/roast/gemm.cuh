@@ -21,17 +21,17 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <type_traits>
 
+#include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/error.hpp"
-#include "squeeze/roast/detail/fold.cuh"
 #include "squeeze/roast/detail/hopper_gemm.cuh"
 #include "squeeze/roast/detail/operand.cuh"
 #include "squeeze/roast/detail/simt_gemm.cuh"
+#include "squeeze/roast/fold.cuh"
 #include "squeeze/roast/mapping.hpp"
 
 namespace squeeze::roast {
@@ -44,9 +44,9 @@ enum class math {
 
 struct gemm_options {
   math mode = math::tensor_cores;
-  /// backward_memory: add into dM in a fixed order, so repeated runs give identical bits
-  /// (uses a workspace the size of the dense gradient; see backward_memory).
-  bool deterministic = false;
+  /// backward_memory: when set (built once for this module, fold.cuh), dM is added in a
+  /// fixed order through the fold's workspace, so repeated runs give identical bits.
+  gradient_fold* fold = nullptr;
   /// Output columns per block of the tensor-core kernels: 128, 256, or 0 to choose by the
   /// shape. A tuning knob only: results never depend on it beyond rounding.
   int block_n = 0;
@@ -54,22 +54,26 @@ struct gemm_options {
 
 namespace detail {
 
-template <class T>
-void check_call(const mapping& map, const T* memory, std::uint64_t batch,
-                const gemm_options& options, const char* what) {
+/// What every entry point checks about the module and the call.
+inline void check_call(const mapping& map, std::size_t element_bytes, std::uint64_t batch,
+                       const gemm_options& options, const char* what) {
   SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 128 || options.block_n == 256,
                   std::string(what) + ": options.block_n must be 0, 128 or 256");
   SQUEEZE_EXPECTS(batch < (std::uint64_t{1} << 31),
                   std::string(what) + ": batch must be below 2^31");
   SQUEEZE_EXPECTS(map.rows() > 0, std::string(what) + ": the mapping is empty");
-  SQUEEZE_EXPECTS(map.element_bytes() == sizeof(T),
+  SQUEEZE_EXPECTS(map.element_bytes() == element_bytes,
                   std::string(what) + ": the mapping was built for " +
-                      std::to_string(map.element_bytes()) + "-byte elements but M holds " +
-                      std::to_string(sizeof(T)) + "-byte ones (the in-tile order differs)");
-  SQUEEZE_EXPECTS(memory != nullptr, std::string(what) + ": M is null");
+                      std::to_string(map.element_bytes()) + "-byte elements but the operands are " +
+                      std::to_string(element_bytes) + "-byte ones (the in-tile order differs)");
   SQUEEZE_EXPECTS(map.rows() < (std::uint64_t{1} << 31) && map.cols() < (std::uint64_t{1} << 31),
                   std::string(what) + ": K and N must be below 2^31");
-  SQUEEZE_EXPECTS(reinterpret_cast<std::uintptr_t>(memory) % 16 == 0,
+}
+
+/// M itself, for the passes that read it.
+inline void check_memory(const void* memory, const char* what) {
+  SQUEEZE_EXPECTS(memory != nullptr, std::string(what) + ": M is null");
+  SQUEEZE_EXPECTS(core::misalignment(memory, 16) == 0,
                   std::string(what) + ": M must be 16-byte aligned");
 }
 
@@ -84,7 +88,8 @@ void forward(const T* x, std::uint64_t ldx, const T* memory, const mapping& map,
              const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::forward: Y is float or the operand type");
-  detail::check_call(map, memory, batch, options, "roast::forward");
+  detail::check_call(map, sizeof(T), batch, options, "roast::forward");
+  detail::check_memory(memory, "roast::forward");
   SQUEEZE_EXPECTS(ldx >= map.rows() && ldy >= map.cols(),
                   "roast::forward: ldx must be >= K and ldy >= N");
   if (batch == 0) return;
@@ -115,7 +120,8 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
                     const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::backward_input: dX is float or the operand type");
-  detail::check_call(map, memory, batch, options, "roast::backward_input");
+  detail::check_call(map, sizeof(T), batch, options, "roast::backward_input");
+  detail::check_memory(memory, "roast::backward_input");
   SQUEEZE_EXPECTS(lddy >= map.cols() && lddx >= map.rows(),
                   "roast::backward_input: lddy must be >= N and lddx >= K");
   if (batch == 0) return;
@@ -143,35 +149,28 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
 /// dM += fold(scale * g * (X^T . dY)): the gradient of M (fp32, |M| values, same indices as
 /// M) from this module. Accumulates: zero dM once per step, then call once per module.
 /// Default: each tile is summed over the batch in fp32, then added to dM with 16-byte
-/// atomics (no update lost; the order, and so the last bits, vary between runs).
-/// `options.deterministic`: the tiles' sums go to a workspace (allocated on `stream`, the
-/// size of the dense gradient) and one thread per element of M adds them in a fixed order,
-/// so runs give identical bits; this call then waits for `stream` once (to upload the
-/// sorted tile starts). Tensor cores for bf16 and fp16.
+/// atomics (no update lost; the order, and so the last bits, vary between runs). With
+/// `options.fold` (a gradient_fold built once for this module) the tiles' sums go to the
+/// fold's workspace and one thread per element of M adds them in a fixed order, so runs give
+/// identical bits. Tensor cores for bf16 and fp16.
 template <detail::operand T>
 void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t lddy,
                      const mapping& map, std::uint64_t batch, float* dmemory,
                      cudaStream_t stream = nullptr, const gemm_options& options = {}) {
-  SQUEEZE_EXPECTS(map.rows() > 0, "roast::backward_memory: the mapping is empty");
-  SQUEEZE_EXPECTS(map.element_bytes() == sizeof(T),
-                  "roast::backward_memory: the mapping was built for another element size");
-  SQUEEZE_EXPECTS(batch < (std::uint64_t{1} << 31),
-                  "roast::backward_memory: batch must be below 2^31");
-  SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 128 || options.block_n == 256,
-                  "roast::backward_memory: options.block_n must be 0, 128 or 256");
+  detail::check_call(map, sizeof(T), batch, options, "roast::backward_memory");
   SQUEEZE_EXPECTS(ldx >= map.rows() && lddy >= map.cols(),
                   "roast::backward_memory: ldx must be >= K and lddy >= N");
   SQUEEZE_EXPECTS(dmemory != nullptr, "roast::backward_memory: dM must not be null");
+  SQUEEZE_EXPECTS(options.fold == nullptr || options.fold->map() == map,
+                  "roast::backward_memory: options.fold was built for another mapping");
   if (batch == 0) return;
   SQUEEZE_EXPECTS(x != nullptr && dy != nullptr,
                   "roast::backward_memory: X and dY must not be null");
-  std::optional<detail::fold_plan> plan;
-  if (options.deterministic) plan.emplace(map, stream);
-  float* workspace = plan ? plan->workspace.data() : nullptr;
+  float* workspace = options.fold != nullptr ? options.fold->workspace() : nullptr;
   bool done = false;
   if constexpr (!std::is_same_v<T, float>) {
     if (detail::aligned16(x, ldx) && detail::aligned16(dy, lddy) &&
-        reinterpret_cast<std::uintptr_t>(dmemory) % 16 == 0 && detail::wgmma_built()) {
+        core::misalignment(dmemory, 16) == 0 && detail::wgmma_built()) {
       const detail::gemm_args<T, float> args{nullptr,
                                              map,
                                              dmemory,
@@ -190,7 +189,7 @@ void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t l
     detail::launch_simt(
         detail::simt_backward_memory<T>{x, ldx, dy, lddy, map, dmemory, batch, workspace}, stream);
   }
-  if (plan) plan->fold(map, dmemory, stream);
+  if (options.fold != nullptr) options.fold->fold_into(dmemory, stream);
 }
 
 }  // namespace squeeze::roast

@@ -194,14 +194,11 @@ inline unsigned lookup_group_lanes(std::uint32_t runs) {
   return lanes;
 }
 
-inline bool aligned16(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-
 /// Whether rows can be moved as float4: chunk starts and row runs aligned to 4 values and
 /// every pointer the kernel reads or writes by rows 16-byte aligned.
 inline bool lookup_vectorizable(const lookup_mapping& map, const void* p, const void* q) {
-  return map.alignment() == 4 && map.dim() % 4 == 0 && aligned16(p) && aligned16(q);
+  return map.alignment() == 4 && map.dim() % 4 == 0 && core::misalignment(p, 16) == 0 &&
+         core::misalignment(q, 16) == 0;
 }
 
 /// Launches `kernel` (its Width given) over a.rows_out output rows.

@@ -114,6 +114,8 @@ struct universal_hash {
   std::uint64_t b = 0;
   std::uint64_t range = 1;
 
+  friend bool operator==(const universal_hash&, const universal_hash&) = default;
+
   static universal_hash from_seed(std::uint64_t seed, std::uint64_t range) {
     universal_hash h;
     h.a = 1 + detail::mix64(seed) % (detail::mersenne61 - 1);
@@ -135,6 +137,8 @@ struct tile_layout {
   std::uint32_t tile_k = 64;
   std::uint32_t tile_n = 64;
   std::uint32_t element_bytes = 4;
+
+  friend bool operator==(const tile_layout&, const tile_layout&) = default;
 
   /// Values along k in one 128-byte atom row.
   SQUEEZE_HOST_DEVICE std::uint32_t atom_k() const { return 128u / element_bytes; }
@@ -203,6 +207,9 @@ class mapping {
     hash_ = universal_hash::from_seed(desc.seed, (memory_size - tile_values) / align + 1);
     sign_seed_ = detail::mix64(desc.seed ^ 0x27d4eb2f165667c5ull);
   }
+
+  /// The same module over the same M: every weight at the same place with the same factor.
+  friend bool operator==(const mapping&, const mapping&) = default;
 
   SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return rows_; }
   SQUEEZE_HOST_DEVICE std::uint64_t cols() const { return cols_; }

@@ -27,8 +27,10 @@
 #include <vector>
 
 #include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
 #include "squeeze/core/hopper.cuh"
 #include "squeeze/core/tensor_map.hpp"
 #include "squeeze/core/wgmma.cuh"
@@ -353,8 +355,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
       }
     } else {
       const bool pairs_aligned =
-          args.ld_out % 2 == 0 &&
-          reinterpret_cast<std::uintptr_t>(args.out) % (2 * sizeof(Out)) == 0;
+          args.ld_out % 2 == 0 && core::misalignment(args.out, 2 * sizeof(Out)) == 0;
       SQUEEZE_UNROLL
       for (int j = 0; j < BN / IN; ++j) {
         const float a = flipped[j] ? -alpha : alpha;
@@ -416,17 +417,11 @@ inline bool wgmma_built() {
   return known[device] == 1;
 }
 
-inline int multiprocessors() {
-  int device = 0;
-  int sms = 0;
-  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
+/// A row-major operand a TMA box or a 16-byte copy can read: base and row pitch 16-byte
+/// aligned.
 template <class T>
 bool aligned16(const T* p, std::uint64_t ld) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * sizeof(T)) % 16 == 0;
+  return core::misalignment(p, 16) == 0 && (ld * sizeof(T)) % 16 == 0;
 }
 
 template <class T>
@@ -490,9 +485,10 @@ template <class T, class Out, pass Pass>
 void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                           const gemm_args<T, Out>& args, int block_n, cudaStream_t stream) {
   const std::uint64_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
-  const bool wide = block_n != 0 ? block_n == 256
-                                 : row_blocks * ((args.cols + 255) / 256) >=
-                                       static_cast<std::uint64_t>(multiprocessors()) * 9 / 10;
+  const bool wide = block_n != 0
+                        ? block_n == 256
+                        : row_blocks * ((args.cols + 255) / 256) >=
+                              static_cast<std::uint64_t>(core::current_sm_count()) * 9 / 10;
   const std::uint32_t extent = Pass == pass::forward ? args.map.tile().n : args.map.tile().k;
   const bool signs = Pass != pass::memory && args.map.signs();
   const auto go = [&]<int BN>() {

@@ -1,0 +1,30 @@
+// examples/common/cli.hpp: what the examples' command lines share.
+#pragma once
+
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+
+namespace squeeze_examples {
+
+/// A command-line mistake: reported with the usage, exit status 2.
+struct usage_error {
+  std::string message;
+};
+
+/// `text` as a number of type T (all of it), or a usage_error naming `option`.
+template <class T>
+T parse_number(std::string_view option, std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end) {
+    throw usage_error{std::string{option} + ": '" + std::string{text} + "' is not a valid " +
+                      (std::is_integral_v<T> ? "integer" : "number")};
+  }
+  return value;
+}
+
+}  // namespace squeeze_examples
