@@ -192,15 +192,21 @@ void register_type(const char* type, std::uint64_t max_dim) {
                timed(bs, n,
                      [&] { cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d); });
              });
-      // dM with atomics, and with a deterministic fold (built once, outside the timing).
-      for (const bool deterministic : {false, true}) {
-        const std::string name =
-            std::string{deterministic ? "roast/dm-deterministic/" : "roast/dm/"} + type + "/4MB/" +
-            size;
-        reg<T>(name, d, 20, [d, deterministic](benchmark::State& bs, const std::string& n, F& f) {
+      // dM with atomics (workspace 0), and through a gradient_fold (deterministic; built once,
+      // outside the timing) with its default workspace and, at 8192, a sweep of workspace
+      // sizes in MiB (1024: the whole dense gradient, one strip).
+      std::vector<std::uint64_t> workspaces{0, roast::gradient_fold::default_workspace_bytes >> 20};
+      if (d == 8192) workspaces.insert(workspaces.end(), {8, 16, 64, 1024});
+      for (std::size_t i = 0; i < workspaces.size(); ++i) {
+        const std::uint64_t mib = workspaces[i];
+        const std::string name = (mib == 0 ? std::string{"roast/dm/"}
+                                  : i == 1 ? std::string{"roast/dm-fold/"}
+                                           : "roast/dm-fold-" + std::to_string(mib) + "MiB/") +
+                                 type + "/4MB/" + size;
+        reg<T>(name, d, 20, [d, mib](benchmark::State& bs, const std::string& n, F& f) {
           std::optional<roast::gradient_fold> fold;
           roast::gemm_options options;
-          if (deterministic) options.fold = &fold.emplace(f.maps.at(4));
+          if (mib != 0) options.fold = &fold.emplace(f.maps.at(4), mib << 20);
           const auto run = [&] {
             roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data(),
                                    nullptr, options);
@@ -217,6 +223,20 @@ void register_type(const char* type, std::uint64_t max_dim) {
           require_close(relative_difference(f.dm, f.dm_ref), 1e-3, n);
         });
       }
+      // The fold kernel alone over the whole dense gradient (one strip): its bandwidth.
+      if (d == 8192) {
+        reg<T>(std::string{"roast/fold-only/"} + type + "/4MB/" + size, d, 20,
+               [d](benchmark::State& bs, const std::string& n, F& f) {
+                 roast::gradient_fold fold{f.maps.at(4), std::uint64_t{1} << 40};
+                 roast::gemm_options options;
+                 options.fold = &fold;
+                 roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
+                                        f.dm.data(), nullptr, options);
+                 timed(bs, n, [&] { fold.fold_strip(0, f.dm.data(), nullptr); });
+                 bs.counters.erase("TFLOPS");
+                 bs.counters["workspace_bytes"] = static_cast<double>(fold.workspace_bytes());
+               });
+      }
       // One layer's training step: forward, dX, dW (dense) or dM (ROAST).
       reg<T>(std::string{"cublas/step/"} + type + "/" + size, d, 20,
              [d](benchmark::State& bs, const std::string& n, F& f) {
@@ -227,16 +247,24 @@ void register_type(const char* type, std::uint64_t max_dim) {
                  cublas_backward_weight(f.x.data(), f.dy.data(), f.dw.data(), d, d);
                });
              });
-      reg<T>(std::string{"roast/step/"} + type + "/4MB/" + size, d, 20,
-             [d](benchmark::State& bs, const std::string& n, F& f) {
-               const auto& map = f.maps.at(4);
-               const T* m = f.memory.at(4).data();
-               timed(bs, n, [&] {
-                 roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
-                 roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
-                 roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data());
-               });
-             });
+      // The same step with dM through a gradient_fold (built once, outside the timing).
+      for (const bool folded : {false, true}) {
+        const std::string name =
+            std::string{folded ? "roast/step-fold/" : "roast/step/"} + type + "/4MB/" + size;
+        reg<T>(name, d, 20, [d, folded](benchmark::State& bs, const std::string& n, F& f) {
+          const auto& map = f.maps.at(4);
+          const T* m = f.memory.at(4).data();
+          std::optional<roast::gradient_fold> fold;
+          roast::gemm_options options;
+          if (folded) options.fold = &fold.emplace(map);
+          timed(bs, n, [&] {
+            roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
+            roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
+            roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data(), nullptr,
+                                   options);
+          });
+        });
+      }
     } else if (d <= 8192) {
       reg<T>(std::string{"hashednet/forward/fp32/4MB/"} + size, d, 5,
              [d](benchmark::State& bs, const std::string& n, F& f) {
@@ -311,12 +339,28 @@ int main(int argc, char** argv) {
     std::printf("%6s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", s.c_str(), bx,
                 rx, rx / bx, bw, rm, rm / bw, bs, rs, rs / bs);
   }
+  std::printf("\nthe same through a gradient_fold (deterministic), |M| = 4MB\n");
+  std::printf("%6s %10s %10s %6s %10s %10s %6s\n", "dim", "cuBLAS dW", "dM fold", "x", "cuBLAS st",
+              "step", "x");
   for (std::uint64_t d = 512; d <= max_dim; d *= 2) {
-    const std::string k = "roast/dm-deterministic/bf16/4MB/" + std::to_string(d);
-    const std::string b = "cublas/dw/bf16/" + std::to_string(d);
-    if (ms.count(k) && ms.count(b)) {
-      std::printf("dM deterministic %6llu: %.1f us (%.2f x cuBLAS dW)\n",
-                  static_cast<unsigned long long>(d), ms[k] * 1e3, ms[k] / ms[b]);
+    const std::string s = std::to_string(d);
+    const auto find = [](const std::string& k) { return ms.count(k) ? ms[k] * 1e3 : NAN; };
+    const double bw = find("cublas/dw/bf16/" + s), rm = find("roast/dm-fold/bf16/4MB/" + s);
+    const double bs = find("cublas/step/bf16/" + s), rs = find("roast/step-fold/bf16/4MB/" + s);
+    std::printf("%6s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", s.c_str(), bw, rm, rm / bw, bs, rs,
+                rs / bs);
+  }
+  if (ms.count("roast/fold-only/bf16/4MB/8192")) {
+    const double t = ms["roast/fold-only/bf16/4MB/8192"];
+    const double bytes = 8192.0 * 8192.0 * sizeof(float);
+    std::printf("the fold alone, 8192 (one strip, %.0f MB read): %.1f us, %.0f GB/s\n", bytes / 1e6,
+                t * 1e3, bytes / (t * 1e-3) / 1e9);
+  }
+  for (const int mib : {8, 16, 64, 1024}) {
+    const std::string k = "roast/dm-fold-" + std::to_string(mib) + "MiB/bf16/4MB/8192";
+    if (ms.count(k) && ms.count("cublas/dw/bf16/8192")) {
+      std::printf("dM through a fold with a %4d MiB workspace, 8192: %.1f us (%.2f x cuBLAS dW)\n",
+                  mib, ms[k] * 1e3, ms[k] / ms["cublas/dw/bf16/8192"]);
     }
   }
   for (const char* type : {"tf32", "bf16"}) {

@@ -152,9 +152,11 @@ void check_backward_input(const gemm_case& c, std::uint64_t seed) {
   expect_close(download(d_dx), ref, product_tolerance<T>(c, c.n), "backward_input");
 }
 
+// fold_bytes: 0 for atomics, else the workspace of a gradient_fold (1: one tile row per
+// strip, so many strips).
 template <class T>
-void check_backward_memory(const gemm_case& c, std::uint64_t seed, bool deterministic = false) {
-  SCOPED_TRACE(describe(c) + (deterministic ? " deterministic" : ""));
+void check_backward_memory(const gemm_case& c, std::uint64_t seed, std::uint64_t fold_bytes = 0) {
+  SCOPED_TRACE(describe(c) + (fold_bytes != 0 ? " fold of " + std::to_string(fold_bytes) : ""));
   const problem<T> p{c, seed};
   const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
   const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
@@ -181,7 +183,17 @@ void check_backward_memory(const gemm_case& c, std::uint64_t seed, bool determin
   auto d_dm = upload(initial);
   std::optional<roast::gradient_fold> fold;
   roast::gemm_options options = c.options;
-  if (deterministic) options.fold = &fold.emplace(p.map);
+  if (fold_bytes != 0) {
+    options.fold = &fold.emplace(p.map, fold_bytes);
+    const auto strips = fold->strips();
+    ASSERT_GE(strips, 1u);
+    EXPECT_EQ(fold->strip_at(0).k_begin, 0u);
+    EXPECT_EQ(fold->strip_at(strips - 1).k_end, c.k);
+    for (std::uint64_t i = 1; i < strips; ++i) {
+      EXPECT_EQ(fold->strip_at(i).k_begin, fold->strip_at(i - 1).k_end);
+    }
+    if (fold_bytes == 1) EXPECT_EQ(strips, p.map.tiles_k());
+  }
   roast::backward_memory(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(), nullptr,
                          options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
@@ -273,8 +285,10 @@ TEST(RoastGemm, BackwardMemory) {
 TEST(RoastGemm, BackwardMemoryDeterministic) {
   SQUEEZE_REQUIRE_GPU();
   std::uint64_t seed = 800;
-  for (const auto& c : cases_16bit()) check_backward_memory<__nv_bfloat16>(c, seed++, true);
-  for (const auto& c : cases_fp32()) check_backward_memory<float>(c, seed++, true);
+  for (const std::uint64_t bytes : {roast::gradient_fold::default_workspace_bytes, 1ul}) {
+    for (const auto& c : cases_16bit()) check_backward_memory<__nv_bfloat16>(c, seed++, bytes);
+    for (const auto& c : cases_fp32()) check_backward_memory<float>(c, seed++, bytes);
+  }
   // Bit-identical repeats, on a case with many tiles sharing each element of M.
   const gemm_case c{512, 640, 768, {128, 128}, true, 20000};
   const problem<__nv_bfloat16> p{c, 900};
@@ -284,7 +298,8 @@ TEST(RoastGemm, BackwardMemoryDeterministic) {
       squeeze::test::random_values<__nv_bfloat16>(c.batch * c.n, 902, from_f<__nv_bfloat16>);
   auto d_x = upload(x);
   auto d_dy = upload(dy);
-  roast::gradient_fold fold{p.map};
+  roast::gradient_fold fold{p.map, 1};  // five strips of one tile row each
+  ASSERT_EQ(fold.strips(), 5u);
   roast::gemm_options det;
   det.fold = &fold;
   std::vector<float> first;

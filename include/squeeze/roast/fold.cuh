@@ -1,12 +1,29 @@
-// squeeze/roast/fold.cuh: the deterministic fold of a module's weight gradient into dM.
+// squeeze/roast/fold.cuh: the fold of a module's weight gradient into dM through a workspace,
+// in a fixed order (deterministic) and at memory bandwidth.
 //
-// backward_memory with a `gradient_fold` stores each tile's gradient in the fold's
-// workspace (mapping::workspace_offset); then one thread per element e of M adds, in a fixed
-// order (tiles sorted by their start in M, then by tile number), every workspace value that
-// lives at e. No atomics: the same inputs give the same bits on every run. Build one fold per
-// module, once (it sorts the module's tile starts on the host and holds a workspace of
-// tiles_k * tiles_n * Z1 * Z2 floats, the size of the dense gradient), and pass it on every
-// step through gemm_options::fold.
+// backward_memory with a `gradient_fold` stores each tile's gradient (scale * g applied) in
+// the fold's workspace, whole tiles in tile order (mapping::workspace_offset); then the fold
+// adds the workspace into dM. Tile starts are multiples of one alignment unit (a 128-byte row
+// of the tile layout: `align` = 32 fp32 or 64 16-bit elements) and a tile is `span` = Z1*Z2 /
+// align whole units, so unit u of M is covered by whole unit-sized pieces of the tiles that
+// start in units (u - span, u]:
+//
+//   M        | u-2 | u-1 |  u  | u+1 | ...            (units of `align` elements)
+//   tile a         [ a0  | a1  | a2 ]                  starts at u-1: adds its piece a1 to u
+//   tile b               [ b0  | b1  | b2 ]            starts at u:   adds b0
+//   workspace  [ tile 0 ][ tile 1 ] ... each tile's pieces contiguous, in the in-tile order
+//
+// The fold gives each unit of M one warp: the covering tiles, sorted by start (then by tile
+// number), are the entries first[u - span + 1] .. first[u + 1] of one sorted list, and the
+// warp reads their pieces (128 bytes of floats per lane row) in that order and adds them in
+// fp32 in that order. No atomics: the same inputs give the same bits on every run. The
+// workspace is read once, coalesced, so the fold runs at memory bandwidth; the GEMM writes it
+// once, as cuBLAS writes a dense dW. Only the values of tiles that pass W's last row or
+// column (flagged in the list) are checked against W's bounds.
+//
+// Build one fold per module, once (it sorts the module's tile starts on the host and holds
+// a workspace for a strip of the module's tiles), and pass it on every step through
+// gemm_options::fold.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,100 +31,230 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
-#include <utility>
+#include <type_traits>
 #include <vector>
 
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
 #include "squeeze/roast/mapping.hpp"
 
 namespace squeeze::roast {
 namespace detail {
 
-template <int = 0>
+/// One tile in the fold's sorted list: the alignment unit it starts at and its number in
+/// its strip, with `edge_tile` set when the tile passes W's last row or column.
+struct fold_entry {
+  std::uint32_t start_unit;
+  std::uint32_t tile;
+};
+inline constexpr std::uint32_t edge_tile = 1u << 31;
+
+/// What the fold kernel reads for one strip: its sorted list, first[] over units, the
+/// workspace.
+struct fold_view {
+  const fold_entry* entries;   ///< [tiles], sorted by (start_unit, tile)
+  const std::uint32_t* first;  ///< [units + 1]: the first entry with start_unit >= u
+  const float* workspace;      ///< [tiles * tile_values]
+  std::uint64_t units;         ///< alignment units of M that some tile covers
+  std::uint32_t span;          ///< units per tile
+  std::uint32_t tile_values;   ///< Z1 * Z2
+  mapping map;                 ///< for the bounds of edge tiles
+  std::uint64_t first_tile;    ///< the strip's first tile number (kb0 * tiles_n)
+};
+
+/// Whether the value at `offset` of tile `tile` (its global number) lies inside W.
+SQUEEZE_DEVICE bool inside(const mapping& map, std::uint64_t tile, std::uint32_t offset) {
+  std::uint32_t i = 0;
+  std::uint32_t j = 0;
+  map.layout().position(offset, i, j);
+  return (tile / map.tiles_n()) * map.tile().k + i < map.rows() &&
+         (tile % map.tiles_n()) * map.tile().n + j < map.cols();
+}
+
+/// Workspace pieces in flight per lane: enough loads to cover HBM latency with ~32 warps
+/// per SM.
+inline constexpr int fold_batch = 8;
+
+/// One warp per alignment unit (`PerLane` = align / 32 floats per lane); dM += the unit's
+/// pieces in list order.
+template <int PerLane>
 SQUEEZE_KERNEL(256)
-void fold_kernel(mapping map, const std::uint64_t* starts, const std::uint64_t* tiles,
-                 std::uint64_t count, const float* workspace, float* dmemory) {
-  const std::uint64_t tile_values = std::uint64_t{map.tile().k} * map.tile().n;
-  for (std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       e < map.memory_size(); e += std::uint64_t{gridDim.x} * blockDim.x) {
-    // The first tile whose range [start, start + Z1*Z2) can hold e.
-    const std::uint64_t low = e + 1 > tile_values ? e + 1 - tile_values : 0;
-    std::uint64_t first = 0;
-    std::uint64_t span = count;
-    while (span > 0) {
-      const std::uint64_t half = span / 2;
-      if (starts[first + half] < low) {
-        first += half + 1;
-        span -= half + 1;
-      } else {
-        span = half;
+void fold_kernel(fold_view f, float* dmemory) {
+  using piece = std::conditional_t<PerLane == 1, float, float2>;
+  const unsigned lane = threadIdx.x % 32;
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
+  for (std::uint64_t u = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32; u < f.units;
+       u += warps) {
+    const std::uint32_t begin = f.first[u + 1 > f.span ? u + 1 - f.span : 0];
+    const std::uint32_t end = f.first[u + 1];
+    float sum[PerLane] = {};
+    for (std::uint32_t base = begin; base < end; base += 32) {
+      // Lane j finds entry base + j's piece; the warp then reads the pieces in order.
+      const std::uint32_t count = min(end - base, 32u);
+      fold_entry mine{0, 0};
+      if (lane < count) mine = f.entries[base + lane];
+      for (std::uint32_t j = 0; j < count; j += fold_batch) {
+        piece got[fold_batch];
+        SQUEEZE_UNROLL
+        for (int b = 0; b < fold_batch; ++b) {  // all loads first, then the adds in order
+          const auto from = static_cast<int>((j + b) % 32);
+          const std::uint32_t start = __shfl_sync(full_warp_mask, mine.start_unit, from);
+          const std::uint32_t tile = __shfl_sync(full_warp_mask, mine.tile, from);
+          got[b] = piece{};
+          if (j + b >= count) continue;
+          const auto offset =
+              static_cast<std::uint32_t>((u - start) * (32 * PerLane) + lane * PerLane);
+          const std::uint64_t t = tile & ~edge_tile;
+          got[b] = reinterpret_cast<const piece*>(f.workspace + t * f.tile_values + offset)[0];
+          if ((tile & edge_tile) != 0) {  // rare: a tile past W's edge, whose outside is unset
+            if constexpr (PerLane == 1) {
+              if (!inside(f.map, f.first_tile + t, offset)) got[b] = 0.0f;
+            } else {
+              if (!inside(f.map, f.first_tile + t, offset)) got[b].x = 0.0f;
+              if (!inside(f.map, f.first_tile + t, offset + 1)) got[b].y = 0.0f;
+            }
+          }
+        }
+        SQUEEZE_UNROLL
+        for (int b = 0; b < fold_batch; ++b) {
+          if constexpr (PerLane == 1) {
+            sum[0] += got[b];
+          } else {
+            sum[0] += got[b].x;
+            sum[1] += got[b].y;
+          }
+        }
       }
     }
-    float sum = 0.0f;
-    bool any = false;
-    for (std::uint64_t t = first; t < count && starts[t] <= e; ++t) {
-      const auto o = static_cast<std::uint32_t>(e - starts[t]);
-      std::uint32_t i = 0;
-      std::uint32_t j = 0;
-      map.layout().position(o, i, j);
-      const std::uint64_t kb = tiles[t] / map.tiles_n();
-      const std::uint64_t nb = tiles[t] % map.tiles_n();
-      if (kb * map.tile().k + i < map.rows() && nb * map.tile().n + j < map.cols()) {
-        sum += workspace[tiles[t] * tile_values + o];
-        any = true;
-      }
-    }
-    if (any) dmemory[e] += sum;
+    if (begin == end) continue;  // no tile covers this unit
+    float* out = dmemory + u * (32 * PerLane) + lane * PerLane;
+    SQUEEZE_UNROLL
+    for (int v = 0; v < PerLane; ++v) out[v] += sum[v];
   }
 }
 
 }  // namespace detail
 
-/// The sorted tile starts of one module and the workspace of its tiles' gradients. Calls
+/// The sorted tile starts of one module and a workspace for its tiles' gradients. Calls
 /// that share a fold must be ordered (one stream): each rewrites the workspace.
+///
+/// The workspace holds one strip of W's tile rows (tile rows kb in [kb0, kb1): the columns
+/// [kb0 * Z1, kb1 * Z1) of dW^T) at a time: backward_memory computes a strip's tiles, folds
+/// them, and goes on to the next. A workspace that fits in L2 is folded while still there
+/// and needs far less memory than the dense gradient; see `default_workspace_bytes`. The
+/// order of the sums (strip by strip, then the sorted list) depends on the strips, so runs
+/// give identical bits for the same mapping and the same workspace size.
 class gradient_fold {
  public:
-  /// Synchronous (uploads the sorted tile starts); build once per module and keep it.
-  explicit gradient_fold(const mapping& map)
+  /// A trade of memory for speed. Measured on the H200, 512 x 8192 x 8192 bf16, 2026-11-24
+  /// (docs/RESULTS.md §roast), dM took 4.9x cuBLAS's dW with 8 MiB, 3.0x with 32 MiB, 2.4x
+  /// with 64 MiB and 1.9x with the whole 268 MB gradient (one strip): pass more for speed.
+  static constexpr std::uint64_t default_workspace_bytes = std::uint64_t{32} << 20;
+
+  /// The tile rows one workspace holds and where their tiles sit in it.
+  struct strip {
+    std::uint64_t k_begin;         ///< first row of W (a multiple of Z1)
+    std::uint64_t k_end;           ///< one past the strip's last row of W
+    std::uint64_t workspace_base;  ///< mapping::workspace_offset of the strip's first value
+  };
+
+  /// Synchronous (uploads the sorted lists); build once per module.
+  /// `workspace_bytes`: the workspace holds as many whole tile rows as fit (at least one).
+  explicit gradient_fold(const mapping& map,
+                         std::uint64_t workspace_bytes = default_workspace_bytes)
       : map_{map},
-        starts_{map.tiles_k() * map.tiles_n()},
-        tiles_{starts_.size()},
-        workspace_{starts_.size() * map.tile().k * map.tile().n} {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> order(starts_.size());
-    for (std::uint64_t t = 0; t < order.size(); ++t) {
-      order[t] = {map.tile_offset(t / map.tiles_n(), t % map.tiles_n()), t};
+        units_{map.slots() - 1 + tile_values() / align()},
+        rows_per_strip_{std::clamp<std::uint64_t>(
+            workspace_bytes / (map.tiles_n() * tile_values() * sizeof(float)), 1, map.tiles_k())},
+        strips_{(map.tiles_k() + rows_per_strip_ - 1) / rows_per_strip_},
+        entries_{map.tiles_k() * map.tiles_n()},
+        first_{strips_ * (units_ + 1)},
+        workspace_{rows_per_strip_ * map.tiles_n() * tile_values()} {
+    SQUEEZE_EXPECTS(entries_.size() < (std::uint64_t{1} << 31) && units_ < (std::uint64_t{1} << 32),
+                    "roast::gradient_fold: a module with 2^31 tiles or more, or an M of 2^32 "
+                    "alignment units or more, is not supported");
+    // Strip by strip: its tiles sorted by (start, tile), tiles numbered within the strip.
+    std::vector<detail::fold_entry> entries(entries_.size());
+    std::vector<std::uint32_t> first(first_.size());
+    for (std::uint64_t i = 0; i < strips_; ++i) {
+      const std::uint64_t t0 = i * rows_per_strip_ * map.tiles_n();
+      const std::uint64_t t1 = std::min(entries.size(), t0 + rows_per_strip_ * map.tiles_n());
+      for (std::uint64_t t = t0; t < t1; ++t) {
+        const std::uint64_t kb = t / map.tiles_n();
+        const std::uint64_t nb = t % map.tiles_n();
+        const bool edge =
+            (kb + 1) * map.tile().k > map.rows() || (nb + 1) * map.tile().n > map.cols();
+        entries[t] = {static_cast<std::uint32_t>(map.tile_offset(kb, nb) / align()),
+                      static_cast<std::uint32_t>(t - t0) | (edge ? detail::edge_tile : 0u)};
+      }
+      std::sort(entries.begin() + t0, entries.begin() + t1, [](const auto& a, const auto& b) {
+        return a.start_unit != b.start_unit ? a.start_unit < b.start_unit : a.tile < b.tile;
+      });
+      std::uint64_t e = t0;
+      for (std::uint64_t u = 0; u <= units_; ++u) {
+        while (e < t1 && entries[e].start_unit < u) ++e;
+        first[i * (units_ + 1) + u] = static_cast<std::uint32_t>(e - t0);
+      }
     }
-    std::sort(order.begin(), order.end());
-    std::vector<std::uint64_t> starts(order.size());
-    std::vector<std::uint64_t> tiles(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      starts[i] = order[i].first;
-      tiles[i] = order[i].second;
-    }
-    starts_.copy_from(std::span<const std::uint64_t>{starts}, nullptr);
-    tiles_.copy_from(std::span<const std::uint64_t>{tiles}, nullptr);
+    entries_.copy_from(std::span<const detail::fold_entry>{entries}, nullptr);
+    first_.copy_from(std::span<const std::uint32_t>{first}, nullptr);
+    // Never read unmasked where unset, but zeroed so no uninitialized memory is ever read.
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(workspace_.data(), 0, workspace_.size() * sizeof(float)));
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(nullptr));  // the host vectors die here
   }
 
   [[nodiscard]] const mapping& map() const noexcept { return map_; }
-  /// Where backward_memory stores the tiles' gradients (mapping::workspace_offset).
+  [[nodiscard]] std::uint64_t strips() const noexcept { return strips_; }
+  [[nodiscard]] strip strip_at(std::uint64_t i) const noexcept {
+    const std::uint64_t kb0 = i * rows_per_strip_;
+    const std::uint64_t kb1 = std::min(map_.tiles_k(), kb0 + rows_per_strip_);
+    return {kb0 * map_.tile().k, std::min(map_.rows(), kb1 * map_.tile().k),
+            kb0 * map_.tiles_n() * tile_values()};
+  }
+  /// Where backward_memory stores a strip's tiles (mapping::workspace_offset - base).
   [[nodiscard]] float* workspace() const noexcept { return workspace_.data(); }
+  [[nodiscard]] std::uint64_t workspace_bytes() const noexcept {
+    return workspace_.size() * sizeof(float);
+  }
 
-  /// dM += the workspace, element by element in the fixed order. Asynchronous on `stream`.
-  void fold_into(float* dmemory, cudaStream_t stream) const {
-    const auto blocks =
-        static_cast<unsigned>(std::min<std::uint64_t>((map_.memory_size() + 255) / 256, 65535));
-    detail::fold_kernel<<<blocks, 256, 0, stream>>>(map_, starts_.data(), tiles_.data(),
-                                                    starts_.size(), workspace_.data(), dmemory);
+  /// dM += the workspace holding strip i, unit by unit in the fixed order. Asynchronous on
+  /// `stream`.
+  void fold_strip(std::uint64_t i, float* dmemory, cudaStream_t stream) const {
+    const detail::fold_view view{entries_.data() + i * rows_per_strip_ * map_.tiles_n(),
+                                 first_.data() + i * (units_ + 1),
+                                 workspace_.data(),
+                                 units_,
+                                 static_cast<std::uint32_t>(tile_values() / align()),
+                                 static_cast<std::uint32_t>(tile_values()),
+                                 map_,
+                                 i * rows_per_strip_ * map_.tiles_n()};
+    constexpr unsigned warps_per_block = 8;
+    const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>(
+        (units_ + warps_per_block - 1) / warps_per_block,
+        std::uint64_t{32} * static_cast<std::uint64_t>(core::current_sm_count())));
+    if (align() == 32) {
+      detail::fold_kernel<1><<<blocks, 32 * warps_per_block, 0, stream>>>(view, dmemory);
+    } else {
+      detail::fold_kernel<2><<<blocks, 32 * warps_per_block, 0, stream>>>(view, dmemory);
+    }
     SQUEEZE_CHECK_LAUNCH();
   }
 
  private:
+  /// Elements per alignment unit: one 128-byte row of the tile layout (32 or 64).
+  [[nodiscard]] std::uint64_t align() const noexcept { return map_.layout().atom_k(); }
+  [[nodiscard]] std::uint64_t tile_values() const noexcept {
+    return std::uint64_t{map_.tile().k} * map_.tile().n;
+  }
+
   mapping map_;
-  core::device_buffer<std::uint64_t> starts_;
-  core::device_buffer<std::uint64_t> tiles_;
+  std::uint64_t units_;
+  std::uint64_t rows_per_strip_;
+  std::uint64_t strips_;
+  core::device_buffer<detail::fold_entry> entries_;
+  core::device_buffer<std::uint32_t> first_;
   core::device_buffer<float> workspace_;
 };
 

@@ -149,10 +149,12 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
 /// dM += fold(scale * g * (X^T . dY)): the gradient of M (fp32, |M| values, same indices as
 /// M) from this module. Accumulates: zero dM once per step, then call once per module.
 /// Default: each tile is summed over the batch in fp32, then added to dM with 16-byte
-/// atomics (no update lost; the order, and so the last bits, vary between runs). With
-/// `options.fold` (a gradient_fold built once for this module) the tiles' sums go to the
-/// fold's workspace and one thread per element of M adds them in a fixed order, so runs give
-/// identical bits. Tensor cores for bf16 and fp16.
+/// atomics (no update lost; the order, and so the last bits, vary between runs; no memory
+/// beyond dM). With `options.fold` (a gradient_fold built once for this module) the tiles'
+/// sums are stored to the fold's workspace a strip at a time and one warp per 128-byte row
+/// of M adds them in a fixed order: runs give identical bits, and at large K x N it is
+/// faster than the atomics, whose throughput in L2 limits them.
+/// Tensor cores for bf16 and fp16.
 template <detail::operand T>
 void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t lddy,
                      const mapping& map, std::uint64_t batch, float* dmemory,
@@ -166,30 +168,46 @@ void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t l
   if (batch == 0) return;
   SQUEEZE_EXPECTS(x != nullptr && dy != nullptr,
                   "roast::backward_memory: X and dY must not be null");
-  float* workspace = options.fold != nullptr ? options.fold->workspace() : nullptr;
-  bool done = false;
-  if constexpr (!std::is_same_v<T, float>) {
-    if (detail::aligned16(x, ldx) && detail::aligned16(dy, lddy) &&
-        core::misalignment(dmemory, 16) == 0 && detail::wgmma_built()) {
-      const detail::gemm_args<T, float> args{nullptr,
-                                             map,
-                                             dmemory,
-                                             0,
-                                             static_cast<std::uint32_t>(map.cols()),
-                                             static_cast<std::uint32_t>(map.rows()),
-                                             static_cast<std::uint32_t>(batch),
-                                             workspace};
-      detail::dispatch_hopper_gemm<T, float, detail::pass::memory>({dy, lddy, batch, map.cols()},
-                                                                   {x, ldx, batch, map.rows()},
-                                                                   args, options.block_n, stream);
-      done = true;
+  // Without a fold: all of dW^T in one pass with atomics. With one: strip by strip, each
+  // stored to the workspace and folded before the next.
+  gradient_fold* fold = options.fold;
+  const std::uint64_t strips = fold != nullptr ? fold->strips() : 1;
+  const bool hopper = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      return false;
+    } else {
+      return detail::aligned16(x, ldx) && detail::aligned16(dy, lddy) &&
+             core::misalignment(dmemory, 16) == 0 && detail::wgmma_built();
     }
+  }();
+  for (std::uint64_t i = 0; i < strips; ++i) {
+    const gradient_fold::strip part =
+        fold != nullptr ? fold->strip_at(i) : gradient_fold::strip{0, map.rows(), 0};
+    float* workspace = fold != nullptr ? fold->workspace() : nullptr;
+    if (hopper) {
+      if constexpr (!std::is_same_v<T, float>) {
+        const detail::gemm_args<T, float> args{nullptr,
+                                               map,
+                                               dmemory,
+                                               0,
+                                               static_cast<std::uint32_t>(map.cols()),
+                                               static_cast<std::uint32_t>(part.k_end),
+                                               static_cast<std::uint32_t>(batch),
+                                               workspace,
+                                               part.workspace_base,
+                                               static_cast<std::uint32_t>(part.k_begin)};
+        detail::dispatch_hopper_gemm<T, float, detail::pass::memory>({dy, lddy, batch, map.cols()},
+                                                                     {x, ldx, batch, map.rows()},
+                                                                     args, options.block_n, stream);
+      }
+    } else {
+      detail::launch_simt(
+          detail::simt_backward_memory<T>{x, ldx, dy, lddy, map, dmemory, batch, part.k_begin,
+                                          part.k_end, workspace, part.workspace_base},
+          stream);
+    }
+    if (fold != nullptr) fold->fold_strip(i, dmemory, stream);
   }
-  if (!done) {
-    detail::launch_simt(
-        detail::simt_backward_memory<T>{x, ldx, dy, lddy, map, dmemory, batch, workspace}, stream);
-  }
-  if (options.fold != nullptr) options.fold->fold_into(dmemory, stream);
 }
 
 }  // namespace squeeze::roast

@@ -21,6 +21,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -55,9 +56,12 @@ struct gemm_args {
   std::uint32_t rows;   ///< output rows: batch, or N for the memory pass
   std::uint32_t cols;   ///< output columns: N, K, K
   std::uint32_t depth;  ///< reduction: K, N, batch
-  /// Memory pass: when set, each tile's sums are stored here (mapping::workspace_offset)
-  /// for the deterministic fold instead of added to dM.
+  /// Memory pass: when set, each tile's sums are stored here at mapping::workspace_offset
+  /// minus workspace_base (a gradient_fold's strip) instead of added to dM.
   float* workspace = nullptr;
+  std::uint64_t workspace_base = 0;
+  /// The first output column: blocks cover [col0, cols) (a strip of a gradient_fold).
+  std::uint32_t col0 = 0;
 };
 
 /// Pipeline depth: 192 KiB of stages (48 KiB each at BN = 256, 32 KiB at BN = 128).
@@ -125,8 +129,18 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const std::uint32_t m0 = blockIdx.x * wg_block_m;  // first output row
-  const std::uint32_t n0 = blockIdx.y * BN;          // first output column
+  // Persistent: cluster c (blockIdx.x) takes the cluster tiles c, c + gridDim.x, ...; a
+  // cluster tile is 128 output rows by wg_cluster x BN columns, block rank r (blockIdx.y)
+  // taking the r-th BN of them. Both blocks of a cluster walk the same tiles, so the
+  // multicast of A stays paired, and the producer runs ahead into the next tile while the
+  // consumers store this one. Stages and barrier phases count on across tiles.
+  const std::uint32_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
+  const std::uint32_t cluster_tiles =
+      row_blocks * ((args.cols - args.col0 + wg_cluster * BN - 1) / (wg_cluster * BN));
+  const auto origin = [&](std::uint32_t ct, std::uint32_t& m0, std::uint32_t& n0) {
+    m0 = (ct % row_blocks) * wg_block_m;                                  // first row
+    n0 = args.col0 + ((ct / row_blocks) * wg_cluster + blockIdx.y) * BN;  // first column
+  };
   const int k_tiles = static_cast<int>((args.depth + bk - 1) / bk);
   const std::uint32_t tile_k = map.tile().k;
   const std::uint32_t tile_n = map.tile().n;
@@ -150,223 +164,271 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     const auto b_mask = static_cast<std::uint16_t>(1u << cy);
     constexpr std::uint32_t atom_values = 1024 / sizeof(T);
     const std::uint32_t tile_groups = tile_n / 8;
-    // Forward: runs of 1 KiB atoms (8 output columns each), one per tile the block's
-    // columns cross. Input: one 8 KiB run per bk output columns. Memory: TMA boxes.
-    std::uint32_t b_units = 0;  // atoms (forward) or 8 KiB blocks (input) that exist
-    if constexpr (Pass == pass::forward) {
-      b_units =
-          n0 < args.cols ? min(static_cast<std::uint32_t>(BN / 8), (args.cols - n0 + 7) / 8) : 0u;
-    } else if constexpr (Pass == pass::input) {
-      b_units = n0 < args.cols
-                    ? min(static_cast<std::uint32_t>(blocks64), (args.cols - n0 + bk - 1) / bk)
-                    : 0u;
-    }
-    const std::uint32_t stage_tx =
-        a_bytes + (Pass == pass::forward ? b_units * 1024
-                   : Pass == pass::input ? b_units * 8192
-                                         : static_cast<std::uint32_t>(BN) * 128);
-    const std::uint32_t first_run =
-        Pass == pass::forward ? min(b_units, tile_groups - (n0 % tile_n) / 8) : 0u;
-    // Forward: the source of atom g at reduction offset r0 (g's tile and the atoms after it).
-    const auto forward_source = [&](std::uint32_t r0, std::uint32_t g) {
-      const std::uint32_t col = n0 + g * 8;
-      return args.memory + map.tile_offset(r0 / tile_k, col / tile_n) +
-             ((r0 % tile_k) / bk * tile_groups + (col % tile_n) / 8) * atom_values;
-    };
-    // Input: the 8 KiB run of output columns [n0 + i*bk, +bk) and reduction rows [r0, +bk):
-    // 8 consecutive atoms (row groups) of one column block of tile (k / Z1, r0 / Z2).
-    const auto input_source = [&](std::uint32_t r0, std::uint32_t i) {
-      const std::uint32_t k = n0 + i * bk;
-      return args.memory + map.tile_offset(k / tile_k, r0 / tile_n) +
-             ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
-    };
-    constexpr int sources = Pass == pass::input ? blocks64 : 1;
-    for (int base = 0; base < k_tiles; base += 32) {
-      const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
-      const T* mine[sources];
-      SQUEEZE_UNROLL
-      for (int i = 0; i < sources; ++i) mine[i] = args.memory;
-      if (base + lane < k_tiles) {
-        if constexpr (Pass == pass::forward) {
-          if (b_units > 0) mine[0] = forward_source(r_mine, 0);
-        } else if constexpr (Pass == pass::input) {
-          SQUEEZE_UNROLL
-          for (int i = 0; i < sources; ++i) {
-            if (static_cast<std::uint32_t>(i) < b_units) mine[i] = input_source(r_mine, i);
-          }
-        }
+    int done = 0;  // stages issued before this tile
+    for (std::uint32_t ct = blockIdx.x; ct < cluster_tiles; ct += gridDim.x, done += k_tiles) {
+      std::uint32_t m0 = 0;
+      std::uint32_t n0 = 0;
+      origin(ct, m0, n0);
+      // Forward: runs of 1 KiB atoms (8 output columns each), one per tile the block's
+      // columns cross. Input: one 8 KiB run per bk output columns. Memory: TMA boxes.
+      std::uint32_t b_units = 0;  // atoms (forward) or 8 KiB blocks (input) that exist
+      if constexpr (Pass == pass::forward) {
+        b_units =
+            n0 < args.cols ? min(static_cast<std::uint32_t>(BN / 8), (args.cols - n0 + 7) / 8) : 0u;
+      } else if constexpr (Pass == pass::input) {
+        b_units = n0 < args.cols
+                      ? min(static_cast<std::uint32_t>(blocks64), (args.cols - n0 + bk - 1) / bk)
+                      : 0u;
       }
-      const int count = min(32, k_tiles - base);
-      for (int t = 0; t < count; ++t) {
-        const T* source[sources];
+      const std::uint32_t stage_tx =
+          a_bytes + (Pass == pass::forward ? b_units * 1024
+                     : Pass == pass::input ? b_units * 8192
+                                           : static_cast<std::uint32_t>(BN) * 128);
+      const std::uint32_t first_run =
+          Pass == pass::forward ? min(b_units, tile_groups - (n0 % tile_n) / 8) : 0u;
+      // Forward: the source of atom g at reduction offset r0 (g's tile and the atoms after it).
+      const auto forward_source = [&](std::uint32_t r0, std::uint32_t g) {
+        const std::uint32_t col = n0 + g * 8;
+        return args.memory + map.tile_offset(r0 / tile_k, col / tile_n) +
+               ((r0 % tile_k) / bk * tile_groups + (col % tile_n) / 8) * atom_values;
+      };
+      // Input: the 8 KiB run of output columns [n0 + i*bk, +bk) and reduction rows [r0, +bk):
+      // 8 consecutive atoms (row groups) of one column block of tile (k / Z1, r0 / Z2).
+      const auto input_source = [&](std::uint32_t r0, std::uint32_t i) {
+        const std::uint32_t k = n0 + i * bk;
+        return args.memory + map.tile_offset(k / tile_k, r0 / tile_n) +
+               ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
+      };
+      constexpr int sources = Pass == pass::input ? blocks64 : 1;
+      for (int base = 0; base < k_tiles; base += 32) {
+        const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
+        const T* mine[sources];
         SQUEEZE_UNROLL
-        for (int i = 0; i < sources; ++i) {
-          source[i] = reinterpret_cast<const T*>(
-              __shfl_sync(full_warp_mask, reinterpret_cast<std::uintptr_t>(mine[i]), t));
-        }
-        if (lane == 0) {
-          const int kt = base + t;
-          const int s = kt % stages;
-          if (kt >= stages) arch::mbarrier_wait(empty(s), ((kt / stages) - 1) & 1);
-          arch::mbarrier_arrive_expect_tx(full(s), stage_tx);
-          const std::uint32_t stage = smem + s * stage_bytes;
-          const std::uint32_t b_stage = stage + a_bytes;
-          const auto r0 = static_cast<std::uint32_t>(kt) * bk;
-          // A: this block's half, multicast to both blocks of the cluster.
-          if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
-            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
-                                           static_cast<int>(m0 + cy * 64), full(s), a_mask);
-          } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
-            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
-                                           static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
-                                           full(s), a_mask);
-          }
+        for (int i = 0; i < sources; ++i) mine[i] = args.memory;
+        if (base + lane < k_tiles) {
           if constexpr (Pass == pass::forward) {
-            if (b_units > 0) {
-              arch::bulk_copy_multicast(b_stage, source[0], first_run * 1024, full(s), b_mask);
-            }
-            for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
-              const std::uint32_t run = min(b_units - g, tile_groups);
-              arch::bulk_copy_multicast(b_stage + g * 1024, forward_source(r0, g), run * 1024,
-                                        full(s), b_mask);
-              g += run;
-            }
+            if (b_units > 0) mine[0] = forward_source(r_mine, 0);
           } else if constexpr (Pass == pass::input) {
             SQUEEZE_UNROLL
             for (int i = 0; i < sources; ++i) {
-              if (static_cast<std::uint32_t>(i) < b_units) {
-                arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s), b_mask);
-              }
-            }
-          } else {
-            SQUEEZE_UNROLL
-            for (int i = 0; i < blocks64; ++i) {
-              arch::tensor_load_2d_multicast(b_stage + i * 8192, &b_map,
-                                             static_cast<int>(n0 + i * bk), static_cast<int>(r0),
-                                             full(s), b_mask);
+              if (static_cast<std::uint32_t>(i) < b_units) mine[i] = input_source(r_mine, i);
             }
           }
         }
-        __syncwarp();
+        const int count = min(32, k_tiles - base);
+        for (int t = 0; t < count; ++t) {
+          const T* source[sources];
+          SQUEEZE_UNROLL
+          for (int i = 0; i < sources; ++i) {
+            source[i] = reinterpret_cast<const T*>(
+                __shfl_sync(full_warp_mask, reinterpret_cast<std::uintptr_t>(mine[i]), t));
+          }
+          if (lane == 0) {
+            const int kt = base + t;
+            const int it = done + kt;
+            const int s = it % stages;
+            if (it >= stages) arch::mbarrier_wait(empty(s), ((it / stages) - 1) & 1);
+            arch::mbarrier_arrive_expect_tx(full(s), stage_tx);
+            const std::uint32_t stage = smem + s * stage_bytes;
+            const std::uint32_t b_stage = stage + a_bytes;
+            const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+            // A: this block's half, multicast to both blocks of the cluster.
+            if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
+              arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
+                                             static_cast<int>(m0 + cy * 64), full(s), a_mask);
+            } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
+              arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
+                                             static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
+                                             full(s), a_mask);
+            }
+            if constexpr (Pass == pass::forward) {
+              if (b_units > 0) {
+                arch::bulk_copy_multicast(b_stage, source[0], first_run * 1024, full(s), b_mask);
+              }
+              for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
+                const std::uint32_t run = min(b_units - g, tile_groups);
+                arch::bulk_copy_multicast(b_stage + g * 1024, forward_source(r0, g), run * 1024,
+                                          full(s), b_mask);
+                g += run;
+              }
+            } else if constexpr (Pass == pass::input) {
+              SQUEEZE_UNROLL
+              for (int i = 0; i < sources; ++i) {
+                if (static_cast<std::uint32_t>(i) < b_units) {
+                  arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s), b_mask);
+                }
+              }
+            } else {
+              SQUEEZE_UNROLL
+              for (int i = 0; i < blocks64; ++i) {
+                arch::tensor_load_2d_multicast(b_stage + i * 8192, &b_map,
+                                               static_cast<int>(n0 + i * bk), static_cast<int>(r0),
+                                               full(s), b_mask);
+              }
+            }
+          }
+          __syncwarp();
+        }
       }
     }
   } else {
     // ---- consumers: 2 warpgroups of wgmma ----
     const int wg = warp / 4;
-    float acc[BN / IN][IN / 2];
-    SQUEEZE_UNROLL
-    for (int j = 0; j < BN / IN; ++j) {
+    int done = 0;  // stages consumed before this tile
+    for (std::uint32_t ct = blockIdx.x; ct < cluster_tiles; ct += gridDim.x, done += k_tiles) {
+      std::uint32_t m0 = 0;
+      std::uint32_t n0 = 0;
+      origin(ct, m0, n0);
+      float acc[BN / IN][IN / 2];
       SQUEEZE_UNROLL
-      for (int i = 0; i < IN / 2; ++i) acc[j][i] = 0.0f;
-    }
-    bool flipped[BN / IN] = {};
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % stages;
-      arch::mbarrier_wait(full(s), (kt / stages) & 1);
-      const std::uint32_t a_s = smem + s * stage_bytes;
-      const std::uint32_t b_s = a_s + a_bytes;
-      SQUEEZE_UNROLL
-      for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
-      if constexpr (Signs) {
-        // The accumulator of column block j holds sign[j] * (the true sum); when a tile's
-        // sign differs from it, flip it (the wgmma of the last stage has finished), so every
-        // wgmma adds with +1: a run-time choice of the instruction's B scale would make the
-        // compiler serialize every wgmma.
-        const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+      for (int j = 0; j < BN / IN; ++j) {
         SQUEEZE_UNROLL
-        for (int j = 0; j < BN / IN; ++j) {
-          const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
-          const bool negative = Pass == pass::forward
-                                    ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
-                                    : map.tile_sign(col / tile_k, r0 / tile_n) < 0;
-          if (negative != flipped[j]) {  // warp-uniform
-            flipped[j] = negative;
-            SQUEEZE_UNROLL
-            for (int i = 0; i < IN / 2; ++i) acc[j][i] = -acc[j][i];
+        for (int i = 0; i < IN / 2; ++i) acc[j][i] = 0.0f;
+      }
+      bool flipped[BN / IN] = {};
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int it = done + kt;
+        const int s = it % stages;
+        arch::mbarrier_wait(full(s), (it / stages) & 1);
+        const std::uint32_t a_s = smem + s * stage_bytes;
+        const std::uint32_t b_s = a_s + a_bytes;
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+        if constexpr (Signs) {
+          // The accumulator of column block j holds sign[j] * (the true sum); when a tile's
+          // sign differs from it, flip it (the wgmma of the last stage has finished), so every
+          // wgmma adds with +1: a run-time choice of the instruction's B scale would make the
+          // compiler serialize every wgmma.
+          const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+          SQUEEZE_UNROLL
+          for (int j = 0; j < BN / IN; ++j) {
+            const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
+            const bool negative = Pass == pass::forward
+                                      ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
+                                      : map.tile_sign(col / tile_k, r0 / tile_n) < 0;
+            if (negative != flipped[j]) {  // warp-uniform
+              flipped[j] = negative;
+              SQUEEZE_UNROLL
+              for (int i = 0; i < IN / 2; ++i) acc[j][i] = -acc[j][i];
+            }
+            arch::wgmma_fence_operands(acc[j]);
           }
-          arch::wgmma_fence_operands(acc[j]);
         }
-      }
-      arch::wgmma_fence();
-      SQUEEZE_UNROLL
-      for (int ks = 0; ks < k_steps; ++ks) {
-        const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
-                                                       k_major_a ? 16 : 8192, 1024, swizzle);
+        arch::wgmma_fence();
         SQUEEZE_UNROLL
-        for (int j = 0; j < BN / IN; ++j) {
-          const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
-          const std::uint64_t db =
-              arch::smem_descriptor(b_s + b_j + ks * b_step, k_major_b ? 16 : 8192, 1024, swizzle);
-          arch::wgmma_ss<tag, IN, 1, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+        for (int ks = 0; ks < k_steps; ++ks) {
+          const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
+                                                         k_major_a ? 16 : 8192, 1024, swizzle);
+          SQUEEZE_UNROLL
+          for (int j = 0; j < BN / IN; ++j) {
+            const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
+            const std::uint64_t db = arch::smem_descriptor(b_s + b_j + ks * b_step,
+                                                           k_major_b ? 16 : 8192, 1024, swizzle);
+            arch::wgmma_ss<tag, IN, 1, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+          }
         }
+        arch::wgmma_commit();
+        // Finish this stage's wgmma and hand the stage back at once: the copies are the
+        // bottleneck, and a stage more in flight is worth more than overlapping the next
+        // wgmma issue, which the other warpgroup covers. Lane r signals block r.
+        arch::wgmma_wait<0>();
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+        __syncwarp();
+        if (lane < wg_cluster)
+          arch::mbarrier_arrive_cluster(empty(s), static_cast<std::uint32_t>(lane));
       }
-      arch::wgmma_commit();
-      // Finish this stage's wgmma and hand the stage back at once: the copies are the
-      // bottleneck, and a stage more in flight is worth more than overlapping the next
-      // wgmma issue, which the other warpgroup covers. Lane r signals block r.
-      arch::wgmma_wait<0>();
-      SQUEEZE_UNROLL
-      for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
-      __syncwarp();
-      if (lane < wg_cluster)
-        arch::mbarrier_arrive_cluster(empty(s), static_cast<std::uint32_t>(lane));
-    }
 
-    // Accumulator fragment of m64nINk: warp w of the warpgroup holds rows 16w..16w+15;
-    // lane l holds rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1}.
-    const float alpha = map.scale();
-    const std::uint32_t row0 =
-        m0 + static_cast<std::uint32_t>(wg * 64 + (warp % 4) * 16 + lane / 4);
-    if constexpr (Pass == pass::memory) {
-      // Lanes 2q and 2q + 1 of a quad hold columns k..k+3 of rows n and n + 8, two each;
-      // one exchange gives the even lane row n and the odd lane row n + 8, 4 columns each:
-      // 4 values adjacent in M (one 16-byte chunk), added with one 16-byte reduction.
-      // scale * g per tile; W's rows past K or columns past N have no place in M.
-      const bool odd = (lane & 1) != 0;
-      const std::uint32_t n = row0 + (odd ? 8u : 0u);
-      SQUEEZE_UNROLL
-      for (int j = 0; j < BN / IN; ++j) {
+      // Accumulator fragment of m64nINk: warp w of the warpgroup holds rows 16w..16w+15;
+      // lane l holds rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1}.
+      const float alpha = map.scale();
+      const std::uint32_t row0 =
+          m0 + static_cast<std::uint32_t>(wg * 64 + (warp % 4) * 16 + lane / 4);
+      if constexpr (Pass == pass::memory) {
+        // Lanes 2q and 2q + 1 of a quad hold columns k..k+3 of rows n and n + 8, two each;
+        // one exchange gives the even lane row n and the odd lane row n + 8, 4 columns each:
+        // 4 values adjacent in M (one 16-byte chunk), added with one 16-byte reduction or
+        // stored to the fold's workspace. W's rows past K or columns past N have no place in
+        // M.
+        //
+        // The in-tile order (mapping.hpp) for 16-bit operands: 64 values of k per 128-byte
+        // atom row, so each 64-column block b of this block's BN columns lies in one tile,
+        // one atom column, and the thread's values in it sit at
+        //   atom * 512 + r * 64 + ((i8 ^ r) * 8) + c4,  i8 = the 8-column group in the block,
+        // r = n mod 8, c4 = 0 or 4: the tile (hash, sign) is found once per block.
+        static_assert(sizeof(T) == 2 && IN == BN, "the memory pass: 16-bit operands, no signs");
+        const bool odd = (lane & 1) != 0;
+        const std::uint32_t n = row0 + (odd ? 8u : 0u);
+        const std::uint32_t r = n % 8;
+        const std::uint32_t c4 = 4 * ((lane % 4) / 2);
+        const std::uint32_t nb = n / tile_n;
+        const std::uint32_t atom_n = (n % tile_n) / 8;
+        const std::uint32_t blocks_per_tile = tile_k / 64;
         SQUEEZE_UNROLL
-        for (int i = 0; i < IN / 8; ++i) {
-          const float* v = &acc[j][4 * i];
-          const float send0 = odd ? v[0] : v[2];
-          const float send1 = odd ? v[1] : v[3];
-          const float got0 = __shfl_xor_sync(full_warp_mask, send0, 1);
-          const float got1 = __shfl_xor_sync(full_warp_mask, send1, 1);
-          float4 q =
-              odd ? make_float4(got0, got1, v[2], v[3]) : make_float4(v[0], v[1], got0, got1);
-          const std::uint32_t k =
-              n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 4 * ((lane % 4) / 2));
-          if (n >= args.rows || k >= args.cols) continue;
-          const float f = alpha * map.tile_sign(k / tile_k, n / tile_n);
-          q = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
-          if (args.workspace != nullptr) {  // k + 3 < cols: cols is a multiple of 8 here
-            *reinterpret_cast<float4*>(args.workspace + map.workspace_offset(k, n)) = q;
-            continue;
+        for (int b = 0; b < BN / 64; ++b) {
+          const std::uint32_t k64 = n0 / 64 + static_cast<std::uint32_t>(b);
+          const std::uint32_t kb = k64 / blocks_per_tile;
+          const std::uint32_t in_tile =
+              ((k64 % blocks_per_tile) * (tile_n / 8) + atom_n) * 512 + r * 64 + c4;
+          const bool row_in = n < args.rows;
+          float* base = nullptr;
+          float f = 0.0f;
+          if (row_in) {
+            f = alpha * map.tile_sign(kb, nb);
+            base = args.workspace != nullptr
+                       ? args.workspace +
+                             ((std::uint64_t{kb} * map.tiles_n() + nb) * tile_k * tile_n -
+                              args.workspace_base) +
+                             in_tile
+                       : reinterpret_cast<float*>(args.out) + map.tile_offset(kb, nb) + in_tile;
           }
-          float* p = reinterpret_cast<float*>(args.out) + map.element_offset(k, n);
-          if (k + 3 < args.cols) {
-            arch::red_add_v4(p, q);
-          } else {
-            const float part[4] = {q.x, q.y, q.z, q.w};
-            for (std::uint32_t e = 0; k + e < args.cols; ++e) atomicAdd(p + e, part[e]);
+          SQUEEZE_UNROLL
+          for (int i8 = 0; i8 < 8; ++i8) {
+            const float* v = &acc[0][4 * (b * 8 + i8)];
+            const float send0 = odd ? v[0] : v[2];
+            const float send1 = odd ? v[1] : v[3];
+            const float got0 = __shfl_xor_sync(full_warp_mask, send0, 1);
+            const float got1 = __shfl_xor_sync(full_warp_mask, send1, 1);
+            float4 q =
+                odd ? make_float4(got0, got1, v[2], v[3]) : make_float4(v[0], v[1], got0, got1);
+            const std::uint32_t k = k64 * 64 + static_cast<std::uint32_t>(i8 * 8) + c4;
+            if (!row_in || k >= args.cols) continue;
+            q = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
+            float* p = base + ((static_cast<std::uint32_t>(i8) ^ r) * 8);
+            const bool store = args.workspace != nullptr;
+            if (k + 3 < args.cols) {
+              if (store) {
+                *reinterpret_cast<float4*>(p) = q;
+              } else {
+                arch::red_add_v4(p, q);
+              }
+            } else {
+              const float part[4] = {q.x, q.y, q.z, q.w};
+              for (std::uint32_t e = 0; k + e < args.cols; ++e) {
+                if (store) {
+                  p[e] = part[e];
+                } else {
+                  atomicAdd(p + e, part[e]);
+                }
+              }
+            }
           }
         }
-      }
-    } else {
-      const bool pairs_aligned =
-          args.ld_out % 2 == 0 && core::misalignment(args.out, 2 * sizeof(Out)) == 0;
-      SQUEEZE_UNROLL
-      for (int j = 0; j < BN / IN; ++j) {
-        const float a = flipped[j] ? -alpha : alpha;
+      } else {
+        const bool pairs_aligned =
+            args.ld_out % 2 == 0 && core::misalignment(args.out, 2 * sizeof(Out)) == 0;
         SQUEEZE_UNROLL
-        for (int i = 0; i < IN / 8; ++i) {
-          const std::uint32_t col =
-              n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
-          store_pair(args.out, args.ld_out, args.rows, args.cols, row0, col, a * acc[j][4 * i],
-                     a * acc[j][4 * i + 1], pairs_aligned);
-          store_pair(args.out, args.ld_out, args.rows, args.cols, row0 + 8, col,
-                     a * acc[j][4 * i + 2], a * acc[j][4 * i + 3], pairs_aligned);
+        for (int j = 0; j < BN / IN; ++j) {
+          const float a = flipped[j] ? -alpha : alpha;
+          SQUEEZE_UNROLL
+          for (int i = 0; i < IN / 8; ++i) {
+            const std::uint32_t col =
+                n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
+            store_pair(args.out, args.ld_out, args.rows, args.cols, row0, col, a * acc[j][4 * i],
+                       a * acc[j][4 * i + 1], pairs_aligned);
+            store_pair(args.out, args.ld_out, args.rows, args.cols, row0 + 8, col,
+                       a * acc[j][4 * i + 2], a * acc[j][4 * i + 3], pairs_aligned);
+          }
         }
       }
     }
@@ -463,7 +525,6 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
     return static_cast<unsigned>(((n + per - 1) / per + multiple - 1) / multiple * multiple);
   };
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks(args.rows, wg_block_m, 1), blocks(args.cols, BN, wg_cluster));
   config.blockDim = dim3(wg_threads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
@@ -474,6 +535,27 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
+  // Persistent: as many clusters as fit on the GPU at once (asked once per device and
+  // instantiation), none more than there are cluster tiles.
+  static std::mutex lock;
+  static std::vector<int> resident;  // by device ordinal; 0: not asked yet
+  int device = 0;
+  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
+  int fit = 0;
+  {
+    const std::lock_guard guard{lock};
+    if (resident.size() <= static_cast<std::size_t>(device)) resident.resize(device + 1, 0);
+    if (resident[device] == 0) {
+      config.gridDim = dim3(1, wg_cluster);
+      SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveClusters(&resident[device], kernel, &config));
+      resident[device] = std::max(resident[device], 1);
+    }
+    fit = resident[device];
+  }
+  const std::uint64_t tiles = blocks(args.rows, wg_block_m, 1) *
+                              std::uint64_t{blocks(args.cols - args.col0, BN, wg_cluster)} /
+                              wg_cluster;
+  config.gridDim = dim3(static_cast<unsigned>(std::min<std::uint64_t>(tiles, fit)), wg_cluster);
   SQUEEZE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a_map, b_map, args));
 }
 
@@ -487,12 +569,14 @@ void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   const std::uint64_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
   const bool wide = block_n != 0
                         ? block_n == 256
-                        : row_blocks * ((args.cols + 255) / 256) >=
+                        : row_blocks * ((args.cols - args.col0 + 255) / 256) >=
                               static_cast<std::uint64_t>(core::current_sm_count()) * 9 / 10;
   const std::uint32_t extent = Pass == pass::forward ? args.map.tile().n : args.map.tile().k;
-  const bool signs = Pass != pass::memory && args.map.signs();
+  const bool signs = args.map.signs();
   const auto go = [&]<int BN>() {
-    if (!signs) {
+    if constexpr (Pass == pass::memory) {  // signs are applied in the epilogue
+      launch_hopper_gemm<T, Out, Pass, BN, BN, false>(a, b, args, stream);
+    } else if (!signs) {
       launch_hopper_gemm<T, Out, Pass, BN, BN, false>(a, b, args, stream);
     } else if (extent % BN == 0) {
       launch_hopper_gemm<T, Out, Pass, BN, BN, true>(a, b, args, stream);

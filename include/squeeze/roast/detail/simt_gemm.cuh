@@ -128,7 +128,8 @@ struct simt_backward_input {
   }
 };
 
-/// (X^T . dY)[k][n] folded into dM with atomics.
+/// (X^T . dY)[k][n] for k in [k_begin, k_end), folded into dM with atomics or stored to a
+/// gradient_fold's workspace (at mapping::workspace_offset minus workspace_base).
 template <class T>
 struct simt_backward_memory {
   const T* x;
@@ -138,19 +139,23 @@ struct simt_backward_memory {
   mapping map;
   float* dmemory;
   std::uint64_t batch;
-  float* workspace = nullptr;  ///< set: store per-tile sums for the deterministic fold
-  SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return map.rows(); }
+  std::uint64_t k_begin = 0;
+  std::uint64_t k_end = 0;
+  float* workspace = nullptr;
+  std::uint64_t workspace_base = 0;
+  SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return k_end - k_begin; }
   SQUEEZE_HOST_DEVICE std::uint64_t cols() const { return map.cols(); }
   SQUEEZE_HOST_DEVICE std::uint64_t depth() const { return batch; }
-  SQUEEZE_DEVICE float a(std::uint64_t k, std::uint64_t m) const {
-    return to_float(x[m * ldx + k]);
+  SQUEEZE_DEVICE float a(std::uint64_t i, std::uint64_t m) const {
+    return to_float(x[m * ldx + k_begin + i]);
   }
   SQUEEZE_DEVICE float b(std::uint64_t m, std::uint64_t n) const {
     return to_float(dy[m * lddy + n]);
   }
-  SQUEEZE_DEVICE void store(std::uint64_t k, std::uint64_t n, float v) const {
+  SQUEEZE_DEVICE void store(std::uint64_t i, std::uint64_t n, float v) const {
+    const std::uint64_t k = k_begin + i;
     if (workspace != nullptr) {
-      workspace[map.workspace_offset(k, n)] = map.element_factor(k, n) * v;
+      workspace[map.workspace_offset(k, n) - workspace_base] = map.element_factor(k, n) * v;
     } else {
       atomicAdd(dmemory + map.element_offset(k, n), map.element_factor(k, n) * v);
     }
