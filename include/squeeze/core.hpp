@@ -2,6 +2,7 @@
 // buffers, timing, device query). Device-only helpers are in core/arch.cuh.
 #pragma once
 
+#include "squeeze/core/backoff.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"

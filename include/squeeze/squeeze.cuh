@@ -1,6 +1,7 @@
 // squeeze/squeeze.cuh: everything. Include the family headers instead to compile less.
 #pragma once
 
+#include "squeeze/bam.cuh"
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/report.cuh"

@@ -71,7 +71,8 @@ TEST(Error, CudaTryEvaluatesTheCallOnce) {
 TEST(Status, EveryStatusHasAName) {
   using squeeze::status;
   for (const status s : {status::ok, status::invalid_argument, status::out_of_bounds,
-                         status::truncated, status::corrupt, status::io_error}) {
+                         status::truncated, status::corrupt, status::io_error,
+                         status::cache_full}) {
     EXPECT_STRNE(squeeze::to_string(s), "unknown status");
   }
   EXPECT_STREQ(squeeze::to_string(static_cast<status>(999)), "unknown status");

@@ -18,6 +18,7 @@ enum class status : std::uint32_t {
   truncated = 3,         ///< the input ended before the data it describes
   corrupt = 4,           ///< the input contradicts its own metadata
   io_error = 5,          ///< a storage request failed
+  cache_full = 6,        ///< every line of a software cache is pinned: nothing can be evicted
 };
 
 SQUEEZE_HOST_DEVICE constexpr const char* to_string(status s) noexcept {
@@ -28,6 +29,7 @@ SQUEEZE_HOST_DEVICE constexpr const char* to_string(status s) noexcept {
     case status::truncated: return "truncated input";
     case status::corrupt: return "corrupt input";
     case status::io_error: return "I/O error";
+    case status::cache_full: return "cache full (every line pinned)";
   }
   return "unknown status";
 }

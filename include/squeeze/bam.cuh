@@ -1,0 +1,10 @@
+// squeeze/bam.cuh: arrays larger than the GPU behind a GPU software cache (bam::array over GPU
+// memory, pinned host memory, or host memory behind the cache), the cache's state machine,
+// and the submission/completion queues and host I/O service for file storage.
+#pragma once
+
+#include "squeeze/bam/array.cuh"
+#include "squeeze/bam/cache.cuh"
+#include "squeeze/bam/cache_state.hpp"
+#include "squeeze/bam/io_service.hpp"
+#include "squeeze/bam/queue.hpp"

@@ -1,0 +1,267 @@
+// squeeze/bam/cache.cuh: bam's software cache in GPU memory (owner and device view), and
+// the warp-level acquire that every cached access goes through.
+//
+//   bam::cache c{num_lines, {.line_bytes = 4096, .slots = 1 << 16}};   // host owner
+//   cache_ref r = c.ref();                                              // to kernels, by value
+//
+// The metadata is cache_state.hpp's (one 32-bit word per line of the backing, one 64-bit
+// word per slot, a clock hand); the slots are `slots` x line_bytes bytes of GPU memory:
+//
+//   data  [slots][line_bytes]   slot s at data + s * line_bytes, 128-byte aligned
+//
+// warp_acquire() is how a warp gets a line: a leader lane takes it (one pin for the warp), a
+// miss is filled by all the warp's active lanes together. Callers with lanes on different
+// lines (array_ref) group them with __match_any_sync and take the lines one after another,
+// so a warp never holds one line while it waits for another: no cycle of warps waiting for
+// each other's lines can form, and a full cache only makes a warp wait until some other
+// warp is done with a line.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda/atomic>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "squeeze/bam/cache_state.hpp"
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/core/report.cuh"
+#include "squeeze/core/status.hpp"
+
+namespace squeeze::bam {
+
+/// The shape of a cache.
+struct cache_options {
+  std::uint32_t line_bytes = 4096;  ///< a power of two from 512 B to 64 KiB
+  std::uint64_t slots = 1024;       ///< lines the cache holds at once
+  std::uint32_t eviction_rounds = cache_state_ref::default_eviction_rounds;
+};
+
+/// The device view of a cache: trivially copyable, passed by value.
+struct cache_ref {
+  cache_state_ref state;
+  std::byte* data = nullptr;  ///< [slots][line_bytes]
+  std::uint32_t line_shift = 12;
+
+  SQUEEZE_HOST_DEVICE std::uint32_t line_bytes() const { return 1u << line_shift; }
+  SQUEEZE_HOST_DEVICE std::byte* slot_data(std::uint32_t slot) const {
+    return data + (std::uint64_t{slot} << line_shift);
+  }
+};
+
+/// The cache's memory in GPU memory, empty when built. Move-only.
+class cache {
+ public:
+  /// A cache for a backing of `num_lines` lines. Throws invalid_argument for a line size
+  /// that is not a power of two in [512 B, 64 KiB], no slots, or sizes the metadata cannot
+  /// number. Synchronous (zeroes the metadata).
+  cache(std::uint64_t num_lines, const cache_options& options)
+      : options_{options},
+        layout_{cache_state_layout::of(num_lines, options.slots)},
+        meta_{layout_.bytes},
+        data_{checked_data_bytes(options)} {
+    meta_.fill_bytes(0, nullptr);
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(nullptr));
+    ref_.state = cache_state_ref{meta_.data(), num_lines, options.slots, options.eviction_rounds};
+    ref_.data = data_.data();
+    ref_.line_shift = static_cast<std::uint32_t>(__builtin_ctz(options.line_bytes));
+  }
+
+  [[nodiscard]] cache_ref ref() const noexcept { return ref_; }
+  [[nodiscard]] const cache_options& options() const noexcept { return options_; }
+  [[nodiscard]] std::uint64_t num_lines() const noexcept { return layout_.num_lines; }
+  /// GPU memory held: slots plus metadata.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return data_.size() + meta_.size(); }
+  /// Forgets every line (their data is dropped: flush first). Asynchronous on `stream`.
+  void clear(cudaStream_t stream) { meta_.fill_bytes(0, stream); }
+
+ private:
+  static std::uint64_t checked_data_bytes(const cache_options& o) {
+    const std::uint32_t b = o.line_bytes;
+    SQUEEZE_EXPECTS(b >= 512 && b <= 65536 && (b & (b - 1)) == 0,
+                    "bam::cache: line_bytes must be a power of two from 512 to 65536, not " +
+                        std::to_string(b));
+    SQUEEZE_EXPECTS(o.slots >= 1, "bam::cache: the cache needs at least one slot");
+    return o.slots * b;
+  }
+
+  cache_options options_;
+  cache_state_layout layout_;
+  core::device_buffer<std::byte> meta_;
+  core::device_buffer<std::byte> data_;
+  cache_ref ref_{};
+};
+
+namespace detail {
+
+/// The rank of this lane among the lanes of `mask`, and their count.
+SQUEEZE_DEVICE unsigned rank_in(unsigned mask) {
+  return static_cast<unsigned>(__popc(mask & ((1u << core::arch::lane_id()) - 1u)));
+}
+
+/// Lanes `mask` copy `bytes` bytes from src to dst (both 16-byte aligned): 16-byte chunks
+/// dealt round-robin, eight loads in flight per lane before their stores, then the last
+/// bytes one at a time.
+SQUEEZE_DEVICE void group_copy(unsigned mask, std::byte* dst, const std::byte* src,
+                               std::uint32_t bytes) {
+  const unsigned n = static_cast<unsigned>(__popc(mask));
+  const unsigned me = rank_in(mask);
+  const std::uint32_t chunks = bytes / 16;
+  constexpr unsigned batch = 8;
+  for (std::uint32_t c0 = 0; c0 < chunks; c0 += batch * n) {
+    uint4 v[batch];
+    SQUEEZE_UNROLL
+    for (unsigned b = 0; b < batch; ++b) {
+      const std::uint32_t c = c0 + b * n + me;
+      if (c < chunks) v[b] = reinterpret_cast<const uint4*>(src)[c];
+    }
+    SQUEEZE_UNROLL
+    for (unsigned b = 0; b < batch; ++b) {
+      const std::uint32_t c = c0 + b * n + me;
+      if (c < chunks) reinterpret_cast<uint4*>(dst)[c] = v[b];
+    }
+  }
+  for (std::uint32_t i = chunks * 16 + me; i < bytes; i += n) dst[i] = src[i];
+}
+
+}  // namespace detail
+
+/// What warp_acquire gives the lanes: the line's bytes in the cache, or a status.
+struct held_line {
+  std::byte* data = nullptr;  ///< the slot holding the line (null on error)
+  status st = status::ok;
+};
+
+/// Where a cached line comes from and goes back to. A Source provides
+///   status group_read(unsigned mask, std::uint64_t line, std::byte* dst, std::uint32_t
+///                     line_bytes) const   // lanes `mask` fill dst (same status in each)
+///   status write(std::uint64_t line, const std::byte* src, std::uint32_t line_bytes) const
+///                                        // one thread writes a line back, visible to
+///                                        // other threads' group_read when it returns
+template <class S>
+concept line_source = requires(const S& s, unsigned mask, std::uint64_t line, std::byte* dst,
+                               const std::byte* src, std::uint32_t bytes) {
+  { s.group_read(mask, line, dst, bytes) } -> std::same_as<status>;
+  { s.write(line, src, bytes) } -> std::same_as<status>;
+};
+
+namespace detail {
+
+/// The GPU's global nanosecond timer.
+SQUEEZE_DEVICE std::uint64_t global_ns() {
+  std::uint64_t t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+}  // namespace detail
+
+/// How long a warp keeps asking for a slot while every slot is pinned before it reports
+/// status::cache_full: pins are held only while other warps use their lines, so a real
+/// wait is short; a warp that holds a pin and asks for another line while every other slot
+/// is pinned (nobody will release) gets the status instead of hanging.
+inline constexpr std::uint64_t cache_full_timeout_ns = 100'000'000;
+
+/// The lanes `active` (all of them call it, all with the same `line`) get that line:
+/// `leader` takes the pin for them, a miss is filled by all active lanes together (a dirty
+/// victim is written back by the leader first). The line stays pinned until warp_release.
+/// The warp must not hold another fetch while it waits here (pins are fine).
+template <line_source Source>
+SQUEEZE_DEVICE held_line warp_acquire(const cache_ref& cache, const Source& source, unsigned active,
+                                      std::uint64_t line, unsigned leader) {
+  acquire_result r;
+  if (core::arch::lane_id() == leader) {
+    core::backoff wait;
+    const std::uint64_t start = detail::global_ns();
+    for (;;) {
+      r = cache.state.try_acquire(line);
+      const bool retry = r.busy || (r.st == status::cache_full &&
+                                    detail::global_ns() - start < cache_full_timeout_ns);
+      if (!retry) break;
+      wait.pause();
+    }
+    if (r.st == status::ok && r.must_fill && r.writeback_line != no_line) {
+      const status w = source.write(r.writeback_line, cache.slot_data(r.slot), cache.line_bytes());
+      if (w == status::ok) {
+        cache.state.finish_eviction(r.writeback_line);
+      } else {
+        cache.state.abandon_eviction(line, r.slot, r.writeback_line);
+        r.st = w;
+      }
+    }
+  }
+  held_line h;
+  h.st = static_cast<status>(__shfl_sync(active, static_cast<unsigned>(r.st), leader));
+  const bool fill = __shfl_sync(active, r.must_fill, leader);
+  const std::uint32_t slot = __shfl_sync(active, r.slot, leader);
+  if (h.st != status::ok) return h;
+  if (fill) {
+    h.st = source.group_read(active, line, cache.slot_data(slot), cache.line_bytes());
+    __threadfence();  // the fill's stores before the publish that releases them
+    __syncwarp(active);
+    if (core::arch::lane_id() == leader) {
+      if (h.st == status::ok) {
+        cache.state.publish(line, slot);
+      } else {
+        cache.state.abandon(line, slot);
+      }
+    }
+    __syncwarp(active);
+    if (h.st != status::ok) return h;
+  }
+  cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_device);
+  h.data = cache.slot_data(slot);
+  return h;
+}
+
+/// Ends warp_acquire (the same lanes, after a successful acquire): when `dirty`, every
+/// lane's writes are made visible and the line marked dirty before the leader drops the pin.
+SQUEEZE_DEVICE void warp_release(const cache_ref& cache, unsigned active, std::uint64_t line,
+                                 unsigned leader, bool dirty) {
+  if (dirty) __threadfence();
+  __syncwarp(active);
+  if (core::arch::lane_id() == leader) {
+    if (dirty) cache.state.mark_dirty(line);
+    cache.state.release(line);
+  }
+}
+
+/// Writes every dirty line back to `source` (one warp per slot; launch after the kernels
+/// that use the cache have finished). Lines that cannot be written keep their dirty bit and
+/// the first error goes to *status_out.
+template <line_source Source>
+SQUEEZE_KERNEL(256)
+void flush_kernel(cache_ref cache, Source source, status* status_out) {
+  const unsigned lane = core::arch::lane_id();
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
+  for (std::uint64_t s = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32;
+       s < cache.state.num_slots(); s += warps) {
+    std::uint64_t owner = no_line;
+    bool taken = false;
+    if (lane == 0) {
+      owner = cache.state.slot(static_cast<std::uint32_t>(s)).owner;
+      taken = owner != no_line && cache.state.begin_writeback(owner);
+    }
+    owner = __shfl_sync(full_warp_mask, owner, 0);
+    if (!__shfl_sync(full_warp_mask, taken, 0)) continue;
+    const std::byte* src = cache.slot_data(cache.state.slot_of(owner));
+    status st = status::ok;
+    if (lane == 0) st = source.write(owner, src, cache.line_bytes());
+    if (lane == 0) {
+      if (st == status::ok) {
+        cache.state.end_writeback(owner);
+      } else {
+        cache.state.cancel_writeback(owner);
+        core::report_status(status_out, st);
+      }
+    }
+  }
+}
+
+}  // namespace squeeze::bam

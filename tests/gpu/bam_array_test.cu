@@ -1,0 +1,303 @@
+// bam::array on the GPU against a host copy: every backing read in full and at random
+// indices, with caches far smaller than the data (every access pattern forces evictions);
+// writes and atomic adds by many warps, flushed back to the host memory and compared with
+// the expected values; lanes of a warp on one line and on different lines; the naive
+// (uncoalesced) policy; an index past the end and a cache whose only slot is pinned give a
+// status, not a hang or a wrong value. Outputs are poisoned with 0xFF bytes first; inputs are
+// random with fixed seeds.
+#include <squeeze/bam/array.cuh>
+#include <squeeze/core/buffer.hpp>
+#include <squeeze/core/cuda_error.hpp>
+#include <squeeze/core/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/gpu_test.hpp"
+
+namespace bam = squeeze::bam;
+namespace core = squeeze::core;
+
+namespace bam_array_test {
+
+template <class Ref>
+SQUEEZE_KERNEL(256)
+void gather_kernel(Ref a, const std::uint64_t* index, std::uint64_t n,
+                   typename Ref::value_type* out) {
+  for (std::uint64_t t = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; t < n;
+       t += std::uint64_t{gridDim.x} * blockDim.x) {
+    out[t] = a.read(index[t]);
+  }
+}
+
+// Thread t owns the elements e with e % threads == t: it writes them (and reads them back at
+// once) while everyone else reads and writes their own; every value is known.
+template <class Ref>
+SQUEEZE_KERNEL(256)
+void owner_write_kernel(Ref a, std::uint32_t salt, unsigned* mismatches) {
+  const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
+  const std::uint64_t t = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  for (std::uint64_t e = t; e < a.size(); e += threads) {
+    const auto v = static_cast<std::uint32_t>(e * 2654435761u) ^ salt;
+    a.write(e, v);
+    if (a.read(e) != v) atomicAdd(mismatches, 1u);
+  }
+}
+
+template <class Ref>
+SQUEEZE_KERNEL(256)
+void histogram_kernel(Ref a, const std::uint64_t* index, std::uint64_t n) {
+  for (std::uint64_t t = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; t < n;
+       t += std::uint64_t{gridDim.x} * blockDim.x) {
+    a.atomic_add(index[t], 1u);
+  }
+}
+
+// Each warp pins line w and sums it with plain loads.
+template <class Ref>
+SQUEEZE_KERNEL(256)
+void pin_sum_kernel(Ref a, std::uint64_t lines, std::uint64_t* sums) {
+  const std::uint64_t warp = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  for (std::uint64_t w = warp; w < lines; w += std::uint64_t{gridDim.x} * blockDim.x / 32) {
+    const auto line = a.warp_pin(w * a.line_elements());
+    std::uint64_t sum = 0;
+    if (line.data != nullptr) {
+      for (std::uint32_t j = lane; j < line.count; j += 32) sum += line[j];
+    }
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) sums[w] = sum;
+    a.warp_unpin(line);
+  }
+}
+
+// One warp: pins line 0, then asks for line 1 while the only slot is pinned.
+template <class Ref>
+SQUEEZE_KERNEL(32)
+void pinned_full_kernel(Ref a, std::uint32_t* out) {
+  const auto line = a.warp_pin(0);
+  out[threadIdx.x] = a.read(a.line_elements() + threadIdx.x);
+  a.warp_unpin(line);
+}
+
+std::vector<std::uint32_t> random_words(std::uint64_t n, std::uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::vector<std::uint32_t> v(n);
+  for (auto& x : v) x = static_cast<std::uint32_t>(rng());
+  return v;
+}
+
+core::device_buffer<std::uint64_t> upload_indices(const std::vector<std::uint64_t>& h) {
+  core::device_buffer<std::uint64_t> d{h.size()};
+  d.copy_from(std::span<const std::uint64_t>{h}, nullptr);
+  return d;
+}
+
+core::pinned_buffer<std::uint32_t> mapped_copy(const std::vector<std::uint32_t>& h) {
+  core::pinned_buffer<std::uint32_t> p{h.size(), core::host_memory::mapped};
+  std::memcpy(p.data(), h.data(), h.size() * sizeof(std::uint32_t));
+  return p;
+}
+
+// Reads of `a` at the indices (a sequential sweep, then random ones) against `expected`.
+template <class Array>
+void check_gather(Array& a, const std::vector<std::uint32_t>& expected, std::uint64_t seed) {
+  std::vector<std::uint64_t> index(expected.size());
+  for (std::uint64_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::mt19937_64 rng{seed};
+  for (int i = 0; i < 200000; ++i) index.push_back(rng() % expected.size());
+  const auto d_index = upload_indices(index);
+  core::device_buffer<std::uint32_t> out{index.size()};
+  out.fill_bytes(0xFF, nullptr);
+  gather_kernel<<<264, 256>>>(a.ref(), d_index.data(), index.size(), out.data());
+  SQUEEZE_CHECK_LAUNCH();
+  a.check();
+  std::vector<std::uint32_t> got(index.size());
+  out.copy_to(std::span<std::uint32_t>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < index.size(); ++i) bad += got[i] != expected[index[i]];
+  EXPECT_EQ(bad, 0u) << "of " << index.size() << " reads";
+}
+
+}  // namespace bam_array_test
+
+using namespace bam_array_test;
+
+TEST(BamArray, EveryBackingReadsLikeTheHostCopy) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t n = 3'000'001;  // not a multiple of any line
+  const auto host = random_words(n, 1);
+  core::device_buffer<std::uint32_t> device{n};
+  device.copy_from(std::span<const std::uint32_t>{host}, nullptr);
+  auto mapped = mapped_copy(host);
+  {
+    bam::array<std::uint32_t, bam::device_memory> a{device.data(), n};
+    check_gather(a, host, 2);
+  }
+  {
+    bam::array<std::uint32_t, bam::host_memory> a{mapped};
+    check_gather(a, host, 3);
+  }
+  for (const std::uint32_t line : {512u, 4096u, 65536u}) {
+    SCOPED_TRACE("line " + std::to_string(line));
+    // 64 slots: 1-2 % of the data for the small lines.
+    bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {line, 64}};
+    check_gather(a, host, 4 + line);
+    bam::array<std::uint32_t, bam::cached_host_memory, bam::uncoalesced_policy> naive{mapped,
+                                                                                      {line, 64}};
+    check_gather(naive, host, 5 + line);
+  }
+}
+
+TEST(BamArray, WritesReachTheHostMemoryAfterFlush) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t n = 1'000'003;
+  const auto host = random_words(n, 7);
+  auto mapped = mapped_copy(host);
+  core::device_buffer<unsigned> mismatches{1};
+  for (const std::uint64_t slots : {16ul, 1024ul}) {
+    SCOPED_TRACE("slots " + std::to_string(slots));
+    std::memcpy(mapped.data(), host.data(), n * sizeof(std::uint32_t));
+    mismatches.fill_bytes(0, nullptr);
+    bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {1024, slots}};
+    const std::uint32_t salt = 0x5a5a1234u + static_cast<std::uint32_t>(slots);
+    owner_write_kernel<<<132, 256>>>(a.ref(), salt, mismatches.data());
+    SQUEEZE_CHECK_LAUNCH();
+    a.flush(nullptr);
+    a.check();
+    unsigned bad_reads = 1;
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(&bad_reads, mismatches.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(bad_reads, 0u);
+    std::uint64_t bad = 0;
+    for (std::uint64_t e = 0; e < n; ++e) {
+      bad += mapped.data()[e] != (static_cast<std::uint32_t>(e * 2654435761u) ^ salt);
+    }
+    EXPECT_EQ(bad, 0u) << "elements differ in host memory after the flush";
+  }
+  // Straight to host memory, no cache.
+  bam::array<std::uint32_t, bam::host_memory> direct{mapped};
+  owner_write_kernel<<<132, 256>>>(direct.ref(), 77u, mismatches.data());
+  SQUEEZE_CHECK_LAUNCH();
+  direct.check();
+  EXPECT_EQ(mapped.data()[12345], static_cast<std::uint32_t>(12345 * 2654435761u) ^ 77u);
+}
+
+TEST(BamArray, AtomicAddsAreNotLost) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t bins = 200'003;
+  std::vector<std::uint32_t> zeros(bins, 0);
+  auto mapped = mapped_copy(zeros);
+  std::mt19937_64 rng{11};
+  std::vector<std::uint64_t> index(2'000'000);
+  std::vector<std::uint32_t> expected(bins, 0);
+  for (auto& i : index) {
+    i = rng() % 997 == 0 ? 5 : rng() % bins;  // one hot bin, the rest spread
+    ++expected[i];
+  }
+  const auto d_index = upload_indices(index);
+  bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {512, 32}};
+  histogram_kernel<<<264, 256>>>(a.ref(), d_index.data(), index.size());
+  SQUEEZE_CHECK_LAUNCH();
+  a.flush(nullptr);
+  a.check();
+  std::uint64_t bad = 0;
+  for (std::uint64_t b = 0; b < bins; ++b) bad += mapped.data()[b] != expected[b];
+  EXPECT_EQ(bad, 0u);
+
+  core::device_buffer<std::uint32_t> device{bins};
+  device.fill_bytes(0, nullptr);
+  bam::array<std::uint32_t, bam::device_memory> d{device.data(), bins};
+  histogram_kernel<<<264, 256>>>(d.ref(), d_index.data(), index.size());
+  SQUEEZE_CHECK_LAUNCH();
+  d.check();
+  std::vector<std::uint32_t> got(bins);
+  device.copy_to(std::span<std::uint32_t>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(got, expected);
+}
+
+TEST(BamArray, PinnedLinesSumLikeTheHost) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t n = 777'777;
+  const auto host = random_words(n, 21);
+  auto mapped = mapped_copy(host);
+  bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {2048, 48}};
+  const std::uint64_t per_line = a.ref().line_elements();
+  const std::uint64_t lines = (n + per_line - 1) / per_line;
+  core::device_buffer<std::uint64_t> sums{lines};
+  sums.fill_bytes(0xFF, nullptr);
+  pin_sum_kernel<<<66, 256>>>(a.ref(), lines, sums.data());
+  SQUEEZE_CHECK_LAUNCH();
+  a.check();
+  std::vector<std::uint64_t> got(lines);
+  sums.copy_to(std::span<std::uint64_t>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  for (std::uint64_t l = 0; l < lines; ++l) {
+    std::uint64_t want = 0;
+    for (std::uint64_t e = l * per_line; e < std::min(n, (l + 1) * per_line); ++e) want += host[e];
+    ASSERT_EQ(got[l], want) << "line " << l;
+  }
+}
+
+TEST(BamArray, BadAccessesGiveAStatus) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t n = 10'000;
+  const auto host = random_words(n, 31);
+  auto mapped = mapped_copy(host);
+  // An index past the end: T{} and invalid_argument from check(), other reads intact.
+  bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {512, 8}};
+  const std::vector<std::uint64_t> index{3, n, 9999, n + 12345};
+  const auto d_index = upload_indices(index);
+  core::device_buffer<std::uint32_t> out{index.size()};
+  out.fill_bytes(0xFF, nullptr);
+  gather_kernel<<<1, 32>>>(a.ref(), d_index.data(), index.size(), out.data());
+  SQUEEZE_CHECK_LAUNCH();
+  EXPECT_THROW(a.check(), squeeze::invalid_argument);
+  std::vector<std::uint32_t> got(index.size());
+  out.copy_to(std::span<std::uint32_t>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(got[0], host[3]);
+  EXPECT_EQ(got[1], 0u);
+  EXPECT_EQ(got[2], host[9999]);
+  EXPECT_EQ(got[3], 0u);
+  EXPECT_NO_THROW(a.check());  // check() clears the status
+
+  // One slot, pinned by the warp that then needs another line: cache_full, no hang.
+  bam::array<std::uint32_t, bam::cached_host_memory> tiny{mapped, {512, 1}};
+  core::device_buffer<std::uint32_t> out32{32};
+  out32.fill_bytes(0xFF, nullptr);
+  pinned_full_kernel<<<1, 32>>>(tiny.ref(), out32.data());
+  SQUEEZE_CHECK_LAUNCH();
+  try {
+    tiny.check();
+    ADD_FAILURE() << "no status for a read with every slot pinned";
+  } catch (const squeeze::error& e) {
+    EXPECT_NE(std::string{e.what()}.find("cache full"), std::string::npos) << e.what();
+  }
+  std::vector<std::uint32_t> got32(32);
+  out32.copy_to(std::span<std::uint32_t>{got32}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  for (const auto v : got32) EXPECT_EQ(v, 0u);
+  // The cache still works afterwards.
+  check_gather(tiny, host, 33);
+}
+
+TEST(BamArray, BadConfigurationsThrow) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::vector<std::uint32_t> host(1000, 1);
+  auto mapped = mapped_copy(host);
+  using cached = bam::array<std::uint32_t, bam::cached_host_memory>;
+  EXPECT_THROW((cached{mapped, {1000, 8}}), squeeze::invalid_argument);    // not a power of 2
+  EXPECT_THROW((cached{mapped, {256, 8}}), squeeze::invalid_argument);     // below 512 B
+  EXPECT_THROW((cached{mapped, {131072, 8}}), squeeze::invalid_argument);  // above 64 KiB
+  EXPECT_THROW((cached{mapped, {4096, 0}}), squeeze::invalid_argument);    // no slot
+  core::pinned_buffer<std::uint32_t> unmapped{16, core::host_memory::pinned};
+  EXPECT_THROW((bam::array<std::uint32_t, bam::host_memory>{unmapped}), squeeze::invalid_argument);
+}
