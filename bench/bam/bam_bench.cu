@@ -28,6 +28,7 @@
 #include <random>
 #include <string>
 
+#include "bam/bam_study.cuh"
 #include "common/manual_time.hpp"
 
 namespace bam = squeeze::bam;
@@ -35,58 +36,10 @@ namespace core = squeeze::core;
 
 namespace bam_bench {
 
+using namespace bam_study;
+
 constexpr std::uint64_t elements = std::uint64_t{1} << 28;  // 1 GiB of floats
 constexpr std::uint32_t line_bytes = 4096;
-
-// Thread per element (grid-stride): each warp reads 128 consecutive bytes per step.
-template <class Ref>
-SQUEEZE_KERNEL(256)
-void linear_kernel(Ref a, std::uint64_t n, double* sum) {
-  float s = 0.0f;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    s += a.read(i);
-  }
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if (threadIdx.x % 32 == 0) atomicAdd(sum, static_cast<double>(s));
-}
-
-// A warp per line: pin it, read it with 16-byte loads, unpin.
-template <class Ref>
-SQUEEZE_KERNEL(256)
-void line_aware_kernel(Ref a, double* sum) {
-  const std::uint64_t per_line = a.line_elements();
-  const std::uint64_t lines = (a.size() + per_line - 1) / per_line;
-  const unsigned lane = threadIdx.x % 32;
-  float s = 0.0f;
-  for (std::uint64_t l = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32; l < lines;
-       l += std::uint64_t{gridDim.x} * blockDim.x / 32) {
-    const auto line = a.warp_pin(l * per_line);
-    if (line.data != nullptr) {
-      const auto* v = reinterpret_cast<const float4*>(line.data);
-      for (std::uint32_t j = lane; j < line.count / 4; j += 32) {
-        const float4 q = v[j];
-        s += (q.x + q.y) + (q.z + q.w);
-      }
-    }
-    a.warp_unpin(line);
-  }
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if (lane == 0) atomicAdd(sum, static_cast<double>(s));
-}
-
-// The ceilings: the same bytes read with 16-byte loads straight from GPU or mapped memory.
-SQUEEZE_KERNEL(256)
-void plain_kernel(const float4* data, std::uint64_t n4, double* sum) {
-  float s = 0.0f;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n4;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const float4 q = data[i];
-    s += (q.x + q.y) + (q.z + q.w);
-  }
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if (threadIdx.x % 32 == 0) atomicAdd(sum, static_cast<double>(s));
-}
 
 struct fixture {
   core::pinned_buffer<float> host{elements, core::host_memory::mapped};
@@ -122,19 +75,6 @@ fixture& the_fixture() {
 }
 
 std::map<std::string, double> ms;  // median ms by benchmark name
-unsigned blocks() {
-  return static_cast<unsigned>(core::current_sm_count()) * 8;
-}
-
-double run_sum(const std::function<void(double*)>& launch) {
-  auto& f = the_fixture();
-  f.sum.fill_bytes(0, nullptr);
-  launch(f.sum.data());
-  SQUEEZE_CHECK_LAUNCH();
-  double got = 0.0;
-  SQUEEZE_CUDA_TRY(cudaMemcpy(&got, f.sum.data(), sizeof(double), cudaMemcpyDeviceToHost));
-  return got;
-}
 
 void verify(const std::string& name, double got) {
   const double want = the_fixture().expected;
@@ -149,7 +89,7 @@ void reg(const std::string& name, std::function<void(double*)> launch,
   benchmark::RegisterBenchmark(name.c_str(),
                                [=](benchmark::State& bs) {
                                  if (before) before();
-                                 verify(name, run_sum(launch));
+                                 verify(name, run_sum(the_fixture().sum, launch));
                                  auto& f = the_fixture();
                                  ms[name] = squeeze::bench::time_manual(bs, [&] {
                                    if (before) before();

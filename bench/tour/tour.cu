@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bam/bam_study.cuh"
 #include "common/report.hpp"
 #include "frsz2/frsz2_study.cuh"
 #include "ibp/ibp_study.cuh"
@@ -32,10 +33,9 @@ using namespace squeeze::bench;
 /// The registry: every family's section, in the order they are run and printed.
 std::vector<tour_section> tour_sections() {
   return {
-      {"xfer", xfer_study::tour_section},
-      {"ibp", ibp_study::tour_section},
-      {"frsz2", frsz2_study::tour_section},
-      {"roast", roast_study::tour_section},
+      {"xfer", xfer_study::tour_section},   {"ibp", ibp_study::tour_section},
+      {"frsz2", frsz2_study::tour_section}, {"roast", roast_study::tour_section},
+      {"bam", bam_study::tour_section},
   };
 }
 

@@ -6,5 +6,6 @@
 #include "squeeze/bam/array.cuh"
 #include "squeeze/bam/cache.cuh"
 #include "squeeze/bam/cache_state.hpp"
+#include "squeeze/bam/graph.cuh"
 #include "squeeze/bam/io_service.hpp"
 #include "squeeze/bam/queue.hpp"
