@@ -9,9 +9,12 @@
 //   --cache-percent=P         cache size as a percentage of the edge list   (default 1)
 //   --line=B                  cache line bytes                              (default 4096)
 //   --repeats=N               timed runs per traversal (median reported)    (default 3)
+//   --file=PATH               also run ODT with the edge list written to PATH, behind the
+//                             cache through a host I/O service (the file is removed after)
 #pragma once
 
 #include <squeeze/bam/graph.cuh>
+#include <squeeze/bam/io_service.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/timer.hpp>
@@ -22,8 +25,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +48,7 @@ struct graph_options {
   double cache_percent = 1.0;
   std::uint32_t line = 4096;
   int repeats = 3;
+  std::string file;  ///< also run ODT with the edge list in this file (written, then removed)
 };
 
 inline graph_options parse_graph_options(int argc, char** argv) {
@@ -62,6 +68,8 @@ inline graph_options parse_graph_options(int argc, char** argv) {
       o.cache_percent = parse_number<double>("--cache-percent", value("--cache-percent="));
     } else if (a.rfind("--line=", 0) == 0) {
       o.line = parse_number<std::uint32_t>("--line", value("--line="));
+    } else if (a.rfind("--file=", 0) == 0) {
+      o.file = std::string{value("--file=")};
     } else if (a.rfind("--repeats=", 0) == 0) {
       o.repeats = parse_number<int>("--repeats", value("--repeats="));
     } else {
@@ -160,12 +168,31 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
   run("bam vertex-centric", cached, bam::traversal::vertex);
   run("bam cache-line-aware", cached, bam::traversal::line_aware);
   run("bam ODT", cached, bam::traversal::odt);
+  if (!o.file.empty()) {
+    // The edge list in a file (it stays in the page cache after the write), served by an
+    // io_service with a queue per SM and 16 threads.
+    {
+      std::ofstream out{o.file, std::ios::binary | std::ios::trunc};
+      out.write(reinterpret_cast<const char*>(host.neighbors.data()),
+                static_cast<std::streamsize>(edges * sizeof(std::uint32_t)));
+      if (!out) throw std::runtime_error{"cannot write " + o.file};
+    }
+    bam::io_service_config config;
+    config.queues = static_cast<std::uint32_t>(core::current_sm_count());
+    config.line_bytes = o.line;
+    config.threads = 16;
+    bam::io_service service{o.file, config};
+    bam::array<std::uint32_t, bam::cached_file> in_file{service, 0, edges, {o.line, slots}};
+    run("bam ODT, file-backed", in_file, bam::traversal::odt);
+    service.check();
+    std::remove(o.file.c_str());
+  }
   return failures == 0 ? 0 : 1;
 }
 
 inline const char* graph_usage() {
   return "  --graph=kron|urand|PATH  --scale=N  --degree=N  --cache-percent=P  --line=B  "
-         "--repeats=N\n";
+         "--repeats=N  --file=PATH\n";
 }
 
 }  // namespace squeeze_examples

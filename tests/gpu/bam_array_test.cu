@@ -6,15 +6,22 @@
 // status, not a hang or a wrong value. Outputs are poisoned with 0xFF bytes first; inputs are
 // random with fixed seeds.
 #include <squeeze/bam/array.cuh>
+#include <squeeze/bam/io_service.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/error.hpp>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -300,4 +307,102 @@ TEST(BamArray, BadConfigurationsThrow) {
   EXPECT_THROW((cached{mapped, {4096, 0}}), squeeze::invalid_argument);    // no slot
   core::pinned_buffer<std::uint32_t> unmapped{16, core::host_memory::pinned};
   EXPECT_THROW((bam::array<std::uint32_t, bam::host_memory>{unmapped}), squeeze::invalid_argument);
+}
+
+namespace bam_array_test {
+
+// A temporary file holding `header` bytes, then the words, then 100 more bytes.
+struct temp_file {
+  std::string path;
+  temp_file(std::uint64_t header, const std::vector<std::uint32_t>& words) {
+    char name[] = "/tmp/squeeze_bam_XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd < 0) throw std::runtime_error{"mkstemp failed"};
+    close(fd);
+    path = name;
+    std::ofstream out{path, std::ios::binary};
+    const std::vector<char> pad(header, 'h');
+    out.write(pad.data(), static_cast<std::streamsize>(pad.size()));
+    out.write(reinterpret_cast<const char*>(words.data()),
+              static_cast<std::streamsize>(words.size() * sizeof(std::uint32_t)));
+    out.write(pad.data(), 100);
+  }
+  ~temp_file() { std::remove(path.c_str()); }
+  std::vector<std::uint32_t> read_words(std::uint64_t header, std::uint64_t n) const {
+    std::ifstream in{path, std::ios::binary};
+    in.seekg(static_cast<std::streamoff>(header));
+    std::vector<std::uint32_t> w(n);
+    in.read(reinterpret_cast<char*>(w.data()),
+            static_cast<std::streamsize>(n * sizeof(std::uint32_t)));
+    return w;
+  }
+};
+
+}  // namespace bam_array_test
+
+TEST(BamArray, FileBackingReadsWritesAndReportsErrors) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::uint64_t n = 300'007;
+  const std::uint64_t header = 4096 + 64;  // not line-aligned in the file
+  const auto host = random_words(n, 41);
+  const temp_file file{header, host};
+  bam::io_service_config config;
+  config.queues = 16;
+  config.depth = 32;
+  config.line_bytes = 1024;
+  config.access = bam::file_access::read_write;
+  {
+    bam::io_service service{file.path, config};
+    bam::array<std::uint32_t, bam::cached_file> a{service, header, n, {1024, 64}};
+    check_gather(a, host, 42);
+    service.check();
+    // Writes through the cache reach the file after a flush.
+    core::device_buffer<unsigned> mismatches{1};
+    mismatches.fill_bytes(0, nullptr);
+    owner_write_kernel<<<66, 256>>>(a.ref(), 99u, mismatches.data());
+    SQUEEZE_CHECK_LAUNCH();
+    a.flush(nullptr);
+    a.check();
+    service.check();
+    unsigned bad_reads = 1;
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(&bad_reads, mismatches.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(bad_reads, 0u);
+    const auto written = file.read_words(header, n);
+    std::uint64_t bad = 0;
+    for (std::uint64_t e = 0; e < n; ++e) {
+      bad += written[e] != (static_cast<std::uint32_t>(e * 2654435761u) ^ 99u);
+    }
+    EXPECT_EQ(bad, 0u) << "words differ in the file after the flush";
+    // Bad configurations.
+    using file_array = bam::array<std::uint32_t, bam::cached_file>;
+    EXPECT_THROW((file_array{service, header, n, {4096, 64}}), squeeze::invalid_argument);
+    EXPECT_THROW((file_array{service, header + 8, n + 100, {1024, 64}}), squeeze::invalid_argument);
+  }
+  // An I/O error on one line's read reaches the kernel's caller and the host; the other
+  // reads still come back right.
+  config.access = bam::file_access::read_only;
+  const std::uint64_t bad_offset = header + 5 * 1024;
+  config.fault = [bad_offset](const bam::io_request& r) {
+    return r.offset == bad_offset ? EIO : 0;
+  };
+  bam::io_service failing{file.path, config};
+  bam::array<std::uint32_t, bam::cached_file> a{failing, header, n, {1024, 64}};
+  const std::vector<std::uint64_t> index{0, 5 * 256 + 3, 6 * 256, n - 1};
+  const auto d_index = upload_indices(index);
+  core::device_buffer<std::uint32_t> out{index.size()};
+  out.fill_bytes(0xFF, nullptr);
+  gather_kernel<<<1, 32>>>(a.ref(), d_index.data(), index.size(), out.data());
+  SQUEEZE_CHECK_LAUNCH();
+  EXPECT_THROW(a.check(), squeeze::io_error);
+  EXPECT_GT(failing.errors(), 0u);
+  EXPECT_THROW(failing.check(), squeeze::io_error);
+  std::vector<std::uint32_t> got(index.size());
+  out.copy_to(std::span<std::uint32_t>{got}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  const auto first = file.read_words(header, n);
+  EXPECT_EQ(got[0], first[0]);
+  EXPECT_EQ(got[1], 0u);  // the failed line
+  EXPECT_EQ(got[2], first[6 * 256]);
+  EXPECT_EQ(got[3], first[n - 1]);
 }

@@ -13,6 +13,8 @@
 //                        (zero-copy, EMOGI's access); no cache, no atomics
 //   cached_host_memory   pinned, mapped host memory behind the cache: a miss fetches the
 //                        whole line with all of the warp's active lanes
+//   cached_file          a file behind the cache: a miss is a read request that a host
+//                        io_service serves (queue.hpp), written back on eviction and flush
 //
 // Accesses are per thread (any subset of a warp's lanes, each with its own index); lanes of
 // one warp that arrive together (__activemask) and ask for the same line share one probe of
@@ -36,6 +38,8 @@
 #include <type_traits>
 
 #include "squeeze/bam/cache.cuh"
+#include "squeeze/bam/io_service.hpp"
+#include "squeeze/bam/queue.hpp"
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
@@ -50,10 +54,11 @@ namespace squeeze::bam {
 struct device_memory {};
 struct host_memory {};
 struct cached_host_memory {};
+struct cached_file {};
 
 template <class B>
 concept backing = std::same_as<B, device_memory> || std::same_as<B, host_memory> ||
-    std::same_as<B, cached_host_memory>;
+    std::same_as<B, cached_host_memory> || std::same_as<B, cached_file>;
 
 /// How cached accesses behave.
 struct cache_policy {
@@ -97,6 +102,59 @@ struct host_line_source {
   }
 };
 
+/// A file served by an io_service as the source of cache lines: `bytes` bytes from byte
+/// `base` of the file. The leader lane of a fill submits one read to a queue (the SM's:
+/// warps of one SM share it) and waits for it; then the lanes copy the line out of the
+/// entry's staging buffer in pinned host memory. A write-back copies the line into staging,
+/// submits a write and waits. A failed or short request gives status::io_error.
+struct file_line_source {
+  queue_set_ref queues{};
+  std::uint64_t base = 0;
+  std::uint64_t bytes = 0;
+
+  SQUEEZE_DEVICE std::uint32_t length(std::uint64_t line, std::uint32_t line_bytes) const {
+    const std::uint64_t begin = line * line_bytes;
+    return begin >= bytes
+               ? 0u
+               : static_cast<std::uint32_t>(min(std::uint64_t{line_bytes}, bytes - begin));
+  }
+  SQUEEZE_DEVICE queue_ref queue() const {
+    unsigned sm = 0;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    return queues[sm % queues.size()];
+  }
+  SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
+                                   std::uint32_t line_bytes) const {
+    const auto leader = static_cast<unsigned>(__ffs(mask) - 1);
+    const std::uint32_t len = length(line, line_bytes);
+    const queue_ref q = queue();
+    std::uint64_t ticket = 0;
+    io_completion done{};
+    if (core::arch::lane_id() == leader) {
+      ticket = q.submit(io_request{io_op::read, len, base + line * line_bytes, line});
+      done = q.wait(ticket);
+    }
+    ticket = __shfl_sync(mask, ticket, leader);
+    const bool ok = __shfl_sync(mask, done.ok() && done.bytes == len, leader);
+    if (ok) detail::group_copy(mask, dst, q.staging(ticket), len);
+    __syncwarp(mask);
+    if (core::arch::lane_id() == leader) q.release(ticket);
+    return ok ? status::ok : status::io_error;
+  }
+  SQUEEZE_DEVICE status write(std::uint64_t line, const std::byte* src,
+                              std::uint32_t line_bytes) const {
+    const std::uint32_t len = length(line, line_bytes);
+    const queue_ref q = queue();
+    const std::uint64_t ticket = q.reserve();
+    detail::group_copy(1u << core::arch::lane_id(), q.staging(ticket), src, len);
+    __threadfence_system();  // the staged line before the request that the host serves
+    q.submit(ticket, io_request{io_op::write, len, base + line * line_bytes, line});
+    const io_completion done = q.wait(ticket);
+    q.release(ticket);
+    return done.ok() && done.bytes == len ? status::ok : status::io_error;
+  }
+};
+
 /// A line of a cached array kept pinned by warp_pin: `count` elements from index `first`.
 template <class T>
 struct pinned_line {
@@ -117,11 +175,16 @@ class array_ref {
                     sizeof(T) <= 16,
                 "bam::array: T must be trivially copyable, of 1, 2, 4, 8 or 16 bytes");
   using value_type = T;
-  static constexpr bool cached = std::same_as<Backing, cached_host_memory>;
+  static constexpr bool cached =
+      std::same_as<Backing, cached_host_memory> || std::same_as<Backing, cached_file>;
+  /// Where cache lines come from.
+  using source_type =
+      std::conditional_t<std::same_as<Backing, cached_file>, file_line_source, host_line_source>;
 
   array_ref() = default;
-  array_ref(T* data, std::uint64_t size, status* status_out, const cache_ref& cache = {})
-      : data_{data}, size_{size}, status_{status_out}, cache_{cache} {}
+  array_ref(T* data, std::uint64_t size, status* status_out, const cache_ref& cache = {},
+            const source_type& source = {})
+      : data_{data}, size_{size}, status_{status_out}, cache_{cache}, source_{source} {}
 
   SQUEEZE_HOST_DEVICE std::uint64_t size() const { return size_; }
   /// Elements per cache line (cached backings).
@@ -178,9 +241,7 @@ class array_ref {
   }
 
  private:
-  SQUEEZE_DEVICE host_line_source source() const {
-    return {reinterpret_cast<std::byte*>(data_), size_ * sizeof(T)};
-  }
+  SQUEEZE_DEVICE const source_type& source() const { return source_; }
 
   template <class Op>
   SQUEEZE_DEVICE void access(std::uint64_t i, bool dirty, Op&& op) const {
@@ -219,6 +280,7 @@ class array_ref {
   std::uint64_t size_ = 0;
   status* status_ = nullptr;
   cache_ref cache_{};
+  source_type source_{};
 };
 
 /// The host owner: holds the device-side status (and the cache, for cached backings); the
@@ -244,15 +306,27 @@ class array {
   /// Host memory behind a cache of `options.slots` lines of `options.line_bytes`.
   array(const core::pinned_buffer<T>& host,
         const cache_options& options) requires(std::same_as<Backing, cached_host_memory>)
-      : size_{host.size()},
-        status_{1},
-        cache_{std::make_unique<cache>(
-            std::max<std::uint64_t>(
-                1, (host.size() * sizeof(T) + options.line_bytes - 1) / options.line_bytes),
-            options)} {
-    SQUEEZE_EXPECTS(options.line_bytes % sizeof(T) == 0,
-                    "bam::array: line_bytes must be a multiple of sizeof(T)");
+      : size_{host.size()}, status_{1}, cache_{make_cache(host.size(), options)} {
+    source_ = {reinterpret_cast<std::byte*>(mapped(host)), size_ * sizeof(T)};
     init(mapped(host));
+  }
+  /// `count` elements stored from byte `file_offset` of the file `service` serves, behind a
+  /// cache; the service's line_bytes must be the cache's. The service must outlive the
+  /// array (and be opened read-write for writes to reach the file).
+  array(const io_service& service, std::uint64_t file_offset, std::uint64_t count,
+        const cache_options& options) requires(std::same_as<Backing, cached_file>)
+      : size_{count}, status_{1}, cache_{make_cache(count, options)} {
+    SQUEEZE_EXPECTS(service.layout().line_bytes == options.line_bytes,
+                    "bam::array: the io_service's line_bytes (" +
+                        std::to_string(service.layout().line_bytes) + ") must equal the cache's (" +
+                        std::to_string(options.line_bytes) + ")");
+    SQUEEZE_EXPECTS(file_offset <= service.file_bytes() &&
+                        count * sizeof(T) <= service.file_bytes() - file_offset,
+                    "bam::array: " + std::to_string(count) + " elements from byte " +
+                        std::to_string(file_offset) + " pass the end of " + service.path() + " (" +
+                        std::to_string(service.file_bytes()) + " bytes)");
+    source_ = {service.queues(), file_offset, count * sizeof(T)};
+    init(nullptr);
   }
 
   [[nodiscard]] ref_type ref() const noexcept { return ref_; }
@@ -263,15 +337,13 @@ class array {
   /// Writes every dirty line back to the host memory (cached backings; a no-op otherwise).
   /// Asynchronous on `stream`; launch after the kernels that write.
   void flush(cudaStream_t stream) {
-    if constexpr (std::same_as<Backing, cached_host_memory>) {
+    if constexpr (ref_type::cached) {
       const cache_ref c = cache_->ref();
       const std::uint64_t warps = c.state.num_slots();
       const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>(
           (warps + 7) / 8,
           std::uint64_t{8} * static_cast<std::uint64_t>(core::current_sm_count())));
-      flush_kernel<<<blocks, 256, 0, stream>>>(
-          c, host_line_source{reinterpret_cast<std::byte*>(data_), size_ * sizeof(T)},
-          status_.data());
+      flush_kernel<<<blocks, 256, 0, stream>>>(c, source_, status_.data());
       SQUEEZE_CHECK_LAUNCH();
     } else {
       (void)stream;
@@ -306,17 +378,24 @@ class array {
                     "bam::array: the host memory must be 16-byte aligned");
     return host.device_data();
   }
+  static std::unique_ptr<cache> make_cache(std::uint64_t count, const cache_options& options) {
+    SQUEEZE_EXPECTS(options.line_bytes % sizeof(T) == 0,
+                    "bam::array: line_bytes must be a multiple of sizeof(T)");
+    const std::uint64_t bytes = count * sizeof(T);
+    return std::make_unique<cache>(std::max<std::uint64_t>(1, (bytes + options.line_bytes - 1) /
+                                                                  std::max(1u, options.line_bytes)),
+                                   options);
+  }
   void init(T* data) {
-    data_ = data;
     status_.fill_bytes(0, nullptr);
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(nullptr));
-    ref_ = ref_type{data, size_, status_.data(), cache_ ? cache_->ref() : cache_ref{}};
+    ref_ = ref_type{data, size_, status_.data(), cache_ ? cache_->ref() : cache_ref{}, source_};
   }
 
   std::uint64_t size_ = 0;
-  T* data_ = nullptr;
   core::device_buffer<status> status_;
   std::unique_ptr<cache> cache_;
+  typename ref_type::source_type source_{};
   ref_type ref_{};
 };
 
