@@ -75,6 +75,18 @@ concept cache_policy_like = requires {
   { P::coalesce } -> std::convertible_to<bool>;
 };
 
+namespace detail {
+
+/// The bytes of line `line` inside data of `bytes` bytes (the last line may be short).
+SQUEEZE_DEVICE std::uint32_t line_length(std::uint64_t line, std::uint32_t line_bytes,
+                                         std::uint64_t bytes) {
+  const std::uint64_t begin = line * line_bytes;
+  return begin >= bytes ? 0u
+                        : static_cast<std::uint32_t>(min(std::uint64_t{line_bytes}, bytes - begin));
+}
+
+}  // namespace detail
+
 /// Pinned, mapped host memory as the source of cache lines: `bytes` bytes at `data` (the
 /// device pointer of the mapping, 16-byte aligned). The last line may be short; the rest of
 /// its slot is left as it was.
@@ -83,10 +95,7 @@ struct host_line_source {
   std::uint64_t bytes = 0;
 
   SQUEEZE_DEVICE std::uint32_t length(std::uint64_t line, std::uint32_t line_bytes) const {
-    const std::uint64_t begin = line * line_bytes;
-    return begin >= bytes
-               ? 0u
-               : static_cast<std::uint32_t>(min(std::uint64_t{line_bytes}, bytes - begin));
+    return detail::line_length(line, line_bytes, bytes);
   }
   SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
                                    std::uint32_t line_bytes) const {
@@ -113,10 +122,7 @@ struct file_line_source {
   std::uint64_t bytes = 0;
 
   SQUEEZE_DEVICE std::uint32_t length(std::uint64_t line, std::uint32_t line_bytes) const {
-    const std::uint64_t begin = line * line_bytes;
-    return begin >= bytes
-               ? 0u
-               : static_cast<std::uint32_t>(min(std::uint64_t{line_bytes}, bytes - begin));
+    return detail::line_length(line, line_bytes, bytes);
   }
   SQUEEZE_DEVICE queue_ref queue() const {
     unsigned sm = 0;
