@@ -163,6 +163,7 @@ inline void tour_section(report_table& table, const tour_context& context) {
   add("cache misses from pinned host memory vs zero-copy (>= 0.85)", gbs(misses), gbs(zero_copy),
       "GB/s", 0.85);
 
+  constexpr std::uint32_t graph_line = 1024;  // see examples/common/bam_graph.cuh
   io::kron_options k;
   k.scale = 20;
   const io::graph g = io::generate_kron(k);
@@ -174,12 +175,13 @@ inline void tour_section(report_table& table, const tour_context& context) {
   offsets.copy_from(std::span<const std::uint64_t>{g.row_offsets}, nullptr);
   core::pinned_buffer<std::uint32_t> neighbors{g.num_edges(), core::host_memory::mapped};
   std::memcpy(neighbors.data(), g.neighbors.data(), g.num_edges() * sizeof(std::uint32_t));
-  const std::uint64_t lines = (g.num_edges() * 4 + line - 1) / line;
+  const std::uint64_t lines = (g.num_edges() * 4 + graph_line - 1) / graph_line;
   core::device_buffer<std::uint32_t> fvl{lines}, depth{g.num_vertices()};
   const auto vertices = static_cast<std::uint32_t>(g.num_vertices());
-  bam::first_vertex_list(offsets.data(), vertices, g.num_edges(), line / 4, fvl.data(), nullptr);
+  bam::first_vertex_list(offsets.data(), vertices, g.num_edges(), graph_line / 4, fvl.data(),
+                         nullptr);
   bam::array<std::uint32_t, bam::host_memory> direct{neighbors};
-  bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {line, lines / 100}};
+  bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {graph_line, lines / 100}};
   const auto time_bfs = [&](auto& array, bam::traversal how) {
     const bam::graph_ref<typename std::remove_reference_t<decltype(array)>::ref_type> ref{
         offsets.data(), array.ref(), vertices, fvl.data()};
