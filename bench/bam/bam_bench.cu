@@ -8,6 +8,10 @@
 //   file    the same 1 GiB in a file (in the page cache), behind a 64 MiB cache, every line a
 //           miss served by the io_service's threads, against the same number of host threads
 //           preading the file in line-sized blocks (GB/s and requests/s).
+//   graphs  BFS and CC on Kronecker and uniform-random graphs of 2^24 vertices
+//           (--graph-scale=N) with the edge list in host memory: direct zero-copy, the
+//           three cached traversals over a 1 % cache, ODT over the file; checked against
+//           the host references.
 //   misses  1 GiB of floats in pinned host memory, every line a miss (the cache cleared
 //           before each pass; a cache of 64 MiB), cache-line-aware, against the zero-copy
 //           ceiling: a warp-per-128-bytes read of the same host memory without a cache.
@@ -17,10 +21,12 @@
 #include <benchmark/benchmark.h>
 
 #include <squeeze/bam/array.cuh>
+#include <squeeze/bam/graph.cuh>
 #include <squeeze/bam/io_service.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/device.hpp>
+#include <squeeze/io/graph.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,6 +35,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -45,6 +52,7 @@
 
 namespace bam = squeeze::bam;
 namespace core = squeeze::core;
+namespace io = squeeze::io;
 
 namespace bam_bench {
 
@@ -108,6 +116,136 @@ fixture& the_fixture() {
 
 std::map<std::string, double> ms;  // median ms by benchmark name
 
+// ---- BFS and CC: a generated graph with its edge list in pinned host memory ----------------
+int graph_scale = 24;  // --graph-scale=N
+
+/// One graph and every way of reading its edge list: direct zero-copy, host memory behind a
+/// cache of 1 % of it (1 KiB lines), and a file behind such a cache (4 KiB lines: the file
+/// path is bound by requests per second), with the host references.
+struct graph_case {
+  io::graph g;
+  std::uint32_t source = 0;
+  std::vector<std::uint32_t> bfs_reference, cc_reference;
+  core::device_buffer<std::uint64_t> offsets;
+  core::pinned_buffer<std::uint32_t> neighbors;
+  core::device_buffer<std::uint32_t> fvl_1k, fvl_4k, out;
+  std::unique_ptr<bam::array<std::uint32_t, bam::host_memory>> direct;
+  std::unique_ptr<bam::array<std::uint32_t, bam::cached_host_memory>> cached;
+  std::string path;
+  std::unique_ptr<bam::io_service> service;
+  std::unique_ptr<bam::array<std::uint32_t, bam::cached_file>> file;
+
+  explicit graph_case(const std::string& kind) {
+    if (kind == "kron") {
+      io::kron_options k;
+      k.scale = graph_scale;
+      g = io::generate_kron(k);
+    } else {
+      io::urand_options u;
+      u.num_vertices = std::uint64_t{1} << graph_scale;
+      g = io::generate_urand(u);
+    }
+    for (std::uint32_t v = 1; v < g.num_vertices(); ++v) {
+      if (g.degree(v) > g.degree(source)) source = v;
+    }
+    bfs_reference = io::bfs_reference(g, source);
+    cc_reference = io::cc_reference(g);
+    const std::uint64_t m = g.num_edges();
+    offsets = core::device_buffer<std::uint64_t>{g.row_offsets.size()};
+    offsets.copy_from(std::span<const std::uint64_t>{g.row_offsets}, nullptr);
+    neighbors = core::pinned_buffer<std::uint32_t>{m, core::host_memory::mapped};
+    std::memcpy(neighbors.data(), g.neighbors.data(), m * sizeof(std::uint32_t));
+    out = core::device_buffer<std::uint32_t>{g.num_vertices()};
+    const auto lines = [&](std::uint32_t line) { return (m * 4 + line - 1) / line; };
+    fvl_1k = core::device_buffer<std::uint32_t>{lines(1024)};
+    fvl_4k = core::device_buffer<std::uint32_t>{lines(4096)};
+    const auto n = static_cast<std::uint32_t>(g.num_vertices());
+    bam::first_vertex_list(offsets.data(), n, m, 256, fvl_1k.data(), nullptr);
+    bam::first_vertex_list(offsets.data(), n, m, 1024, fvl_4k.data(), nullptr);
+    direct = std::make_unique<bam::array<std::uint32_t, bam::host_memory>>(neighbors);
+    cached = std::make_unique<bam::array<std::uint32_t, bam::cached_host_memory>>(
+        neighbors, bam::cache_options{1024, lines(1024) / 100});
+    path = "/tmp/squeeze_bench_bam_" + kind + ".bin";
+    {
+      std::ofstream file_out{path, std::ios::binary | std::ios::trunc};
+      file_out.write(reinterpret_cast<const char*>(g.neighbors.data()),
+                     static_cast<std::streamsize>(m * sizeof(std::uint32_t)));
+      if (!file_out) throw std::runtime_error{"cannot write " + path};
+    }
+    bam::io_service_config config;
+    config.queues = static_cast<std::uint32_t>(core::current_sm_count());
+    config.line_bytes = 4096;
+    config.threads = file_threads;
+    service = std::make_unique<bam::io_service>(path, config);
+    file = std::make_unique<bam::array<std::uint32_t, bam::cached_file>>(
+        *service, 0, m, bam::cache_options{4096, lines(4096) / 100});
+    std::printf("graph %s scale %d: %llu vertices, %llu edge entries, source %u\n", kind.c_str(),
+                graph_scale, static_cast<unsigned long long>(g.num_vertices()),
+                static_cast<unsigned long long>(m), source);
+  }
+  ~graph_case() { std::remove(path.c_str()); }
+};
+
+graph_case& graph(const std::string& kind) {
+  static std::map<std::string, std::unique_ptr<graph_case>> cases;
+  auto& c = cases[kind];
+  if (!c) c = std::make_unique<graph_case>(kind);
+  return *c;
+}
+
+/// Registers algorithm x traversal on one graph: each iteration one whole run from a cold
+/// cache, checked against the host reference first.
+void reg_graph(const std::string& kind, bool bfs, const std::string& variant) {
+  const std::string name = std::string{bfs ? "bfs/" : "cc/"} + kind + "/" + variant;
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [=](benchmark::State& bs) {
+        graph_case& c = graph(kind);
+        const auto n = static_cast<std::uint32_t>(c.g.num_vertices());
+        const auto go = [&](auto& array, const std::uint32_t* fvl, bam::traversal how) {
+          const bam::graph_ref<typename std::remove_reference_t<decltype(array)>::ref_type> ref{
+              c.offsets.data(), array.ref(), n, fvl};
+          return [&, ref, how] {
+            array.clear(nullptr);
+            if (bfs) {
+              bam::bfs(ref, c.g.num_edges(), c.source, how, c.out.data(), nullptr);
+            } else {
+              bam::connected_components(ref, c.g.num_edges(), how, c.out.data(), nullptr);
+            }
+          };
+        };
+        std::function<void()> run;
+        std::function<void()> check;
+        if (variant == "direct") {
+          run = go(*c.direct, nullptr, bam::traversal::vertex);
+          check = [&] { c.direct->check(); };
+        } else if (variant == "odt-file") {
+          run = go(*c.file, c.fvl_4k.data(), bam::traversal::odt);
+          check = [&] { c.file->check(); };
+        } else {
+          const auto how = variant == "vertex"       ? bam::traversal::vertex
+                           : variant == "line-aware" ? bam::traversal::line_aware
+                                                     : bam::traversal::odt;
+          run = go(*c.cached, c.fvl_1k.data(), how);
+          check = [&] { c.cached->check(); };
+        }
+        c.out.fill_bytes(0xFF, nullptr);
+        run();
+        check();
+        std::vector<std::uint32_t> got(n);
+        c.out.copy_to(std::span<std::uint32_t>{got}, nullptr);
+        SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+        if (got != (bfs ? c.bfs_reference : c.cc_reference)) {
+          std::fprintf(stderr, "MISMATCH %s: differs from the host reference\n", name.c_str());
+          std::exit(3);
+        }
+        ms[name] = squeeze::bench::time_manual(bs, run);
+      })
+      ->UseManualTime()
+      ->Iterations(3)
+      ->Unit(benchmark::kMillisecond);
+}
+
 void verify(const std::string& name, double got) {
   const double want = the_fixture().expected;
   if (!(std::fabs(got - want) <= 1e-6 * want)) {
@@ -133,6 +271,16 @@ void reg(const std::string& name, std::function<void(double*)> launch,
       ->UseManualTime()
       ->Iterations(10)
       ->Unit(benchmark::kMillisecond);
+}
+
+void register_graphs() {
+  for (const char* kind : {"kron", "urand"}) {
+    for (const bool bfs : {true, false}) {
+      for (const char* variant : {"direct", "vertex", "line-aware", "odt", "odt-file"}) {
+        reg_graph(kind, bfs, variant);
+      }
+    }
+  }
 }
 
 void register_all() {
@@ -228,7 +376,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   benchmark::AddCustomContext("gpu", core::describe(core::query_device()));
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg{argv[i]};
+    if (arg.rfind("--graph-scale=", 0) == 0) {
+      graph_scale = std::atoi(argv[i] + 14);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   register_all();
+  register_graphs();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
@@ -257,5 +416,20 @@ int main(int argc, char** argv) {
       "target >= 0.85)\n",
       gbs("miss/line-aware"), gbs("host/zero-copy"),
       gbs("miss/line-aware") / gbs("host/zero-copy"));
+  std::printf(
+      "\nBFS and CC, 2^%d vertices, edge list in host memory; cache 1 %% of it (1 KiB lines; "
+      "file: 4 KiB); time / direct zero-copy (target for ODT <= 1.3)\n",
+      graph_scale);
+  std::printf("%-9s %12s %10s %12s %8s %10s\n", "", "direct ms", "vertex", "line-aware", "ODT",
+              "ODT file");
+  for (const char* kind : {"kron", "urand"}) {
+    for (const char* algo : {"bfs", "cc"}) {
+      const std::string k = std::string{algo} + "/" + kind + "/";
+      const auto get = [&](const char* v) { return ms.count(k + v) ? ms[k + v] : NAN; };
+      const double d = get("direct");
+      std::printf("%-5s %-3s %12.1f %10.2f %12.2f %8.2f %10.2f\n", kind, algo, d, get("vertex") / d,
+                  get("line-aware") / d, get("odt") / d, get("odt-file") / d);
+    }
+  }
   return 0;
 }
