@@ -63,6 +63,7 @@
 
 #include "squeeze/core/error.hpp"
 #include "squeeze/io/csr.hpp"
+#include "squeeze/io/detail/text_writer.hpp"
 #include "squeeze/io/matrix_market.hpp"
 
 namespace squeeze::io {
@@ -649,33 +650,20 @@ struct edge_list_options {
 /// `g` first (format_error); io_error when the stream fails.
 inline void write_edge_list(std::ostream& out, const graph& g) {
   validate(g);
-  std::string text = "# squeeze graph: " + std::to_string(g.num_vertices()) + " vertices, " +
-                     std::to_string(g.num_edges()) + " stored edges, " +
-                     (g.directed ? "directed (u -> v)" : "undirected (each edge once, u < v)") +
-                     "\n";
-  constexpr std::size_t flush_bytes = std::size_t{1} << 20;
-  text.reserve(flush_bytes + 64);
-  char number[24];
-  const auto append = [&](std::uint64_t x) {
-    text.append(number, static_cast<std::size_t>(
-                            std::to_chars(number, number + sizeof number, x).ptr - number));
-  };
+  detail::text_writer w{
+      out, "# squeeze graph: " + std::to_string(g.num_vertices()) + " vertices, " +
+               std::to_string(g.num_edges()) + " stored edges, " +
+               (g.directed ? "directed (u -> v)" : "undirected (each edge once, u < v)") + "\n"};
   for (std::uint32_t u = 0; u < g.num_vertices(); ++u) {
     for (const std::uint32_t v : g.neighbors_of(u)) {
       if (!g.directed && v < u) continue;
-      append(u);
-      text += ' ';
-      append(v);
-      text += '\n';
-      if (text.size() >= flush_bytes) {
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        text.clear();
-      }
+      w.number(u);
+      w.put(' ');
+      w.number(v);
+      w.end_line();
     }
   }
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.flush();
-  if (!out) throw io_error{"cannot write edge list output"};
+  w.finish("edge list");
 }
 
 /// Writes an edge-list file; see the stream overload. io_error when it cannot be written.

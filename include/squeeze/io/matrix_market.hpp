@@ -41,6 +41,7 @@
 
 #include "squeeze/core/error.hpp"
 #include "squeeze/io/csr.hpp"
+#include "squeeze/io/detail/text_writer.hpp"
 
 namespace squeeze::io {
 
@@ -391,36 +392,21 @@ template <std::floating_point Value = double, class Index = std::int32_t>
 template <std::floating_point Value, class Index>
 void write_matrix_market(std::ostream& out, const csr_matrix<Value, Index>& a) {
   validate(a);
-  std::string text = "%%MatrixMarket matrix coordinate real general\n" + std::to_string(a.rows) +
-                     " " + std::to_string(a.cols) + " " + std::to_string(a.nnz()) + "\n";
-  constexpr std::size_t flush_bytes = std::size_t{1} << 20;
-  text.reserve(flush_bytes + 128);
-  char number[64];
-  const auto append = [&](const char* last) {
-    text.append(number, static_cast<std::size_t>(last - number));
-  };
+  detail::text_writer w{out, "%%MatrixMarket matrix coordinate real general\n" +
+                                 std::to_string(a.rows) + " " + std::to_string(a.cols) + " " +
+                                 std::to_string(a.nnz()) + "\n"};
   for (std::size_t r = 0; r + 1 < a.row_ptr.size(); ++r) {
     const auto end = static_cast<std::size_t>(a.row_ptr[r + 1]);
     for (auto k = static_cast<std::size_t>(a.row_ptr[r]); k < end; ++k) {
-      append(std::to_chars(number, number + sizeof number, r + 1).ptr);
-      text += ' ';
-      append(
-          std::to_chars(number, number + sizeof number, static_cast<std::int64_t>(a.col_idx[k]) + 1)
-              .ptr);
-      text += ' ';
-      append(std::to_chars(number, number + sizeof number, a.values[k], std::chars_format::general,
-                           std::numeric_limits<Value>::max_digits10)
-                 .ptr);
-      text += '\n';
-      if (text.size() >= flush_bytes) {
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        text.clear();
-      }
+      w.number(r + 1);
+      w.put(' ');
+      w.number(static_cast<std::int64_t>(a.col_idx[k]) + 1);
+      w.put(' ');
+      w.number(a.values[k], std::chars_format::general, std::numeric_limits<Value>::max_digits10);
+      w.end_line();
     }
   }
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.flush();
-  if (!out) throw io_error{"cannot write Matrix Market output"};
+  w.finish("Matrix Market");
 }
 
 /// Writes `a` to a file; see the stream overload. io_error when it cannot be written.
