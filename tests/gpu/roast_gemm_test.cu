@@ -253,14 +253,17 @@ TEST(RoastGemm, ForwardFp16) {
   }
 }
 
-// The tensor-core kernel's block width is a tuning choice: both widths read the same W.
+// The tensor-core kernel's block width is a tuning choice: every width reads the same W and
+// computes the same gradients.
 TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
   SQUEEZE_REQUIRE_GPU();
-  for (int block_n : {128, 256}) {
+  for (int block_n : {64, 128, 256}) {
     gemm_case c{256, 512, 640, {64, 64}, true, 30000};
     c.options.block_n = block_n;
     check_forward<__nv_bfloat16, float>(c, 500);
     check_forward<float, float>(c, 501);
+    check_backward_input<__nv_bfloat16, float>(c, 502);
+    check_backward_memory<__nv_bfloat16>(c, 503);
   }
 }
 

@@ -47,8 +47,8 @@ struct gemm_options {
   /// backward_memory: when set (built once for this module, fold.cuh), dM is added in a
   /// fixed order through the fold's workspace, so repeated runs give identical bits.
   gradient_fold* fold = nullptr;
-  /// Output columns per block of the tensor-core kernels: 128, 256, or 0 to choose by the
-  /// shape. A tuning knob only: results never depend on it beyond rounding.
+  /// Output columns per block of the tensor-core kernels: 64, 128, 256, or 0 to choose by
+  /// the shape. A tuning knob only: results never depend on it beyond rounding.
   int block_n = 0;
 };
 
@@ -57,8 +57,9 @@ namespace detail {
 /// What every entry point checks about the module and the call.
 inline void check_call(const mapping& map, std::size_t element_bytes, std::uint64_t batch,
                        const gemm_options& options, const char* what) {
-  SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 128 || options.block_n == 256,
-                  std::string(what) + ": options.block_n must be 0, 128 or 256");
+  SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 64 || options.block_n == 128 ||
+                      options.block_n == 256,
+                  std::string(what) + ": options.block_n must be 0, 64, 128 or 256");
   SQUEEZE_EXPECTS(batch < (std::uint64_t{1} << 31),
                   std::string(what) + ": batch must be below 2^31");
   SQUEEZE_EXPECTS(map.rows() > 0, std::string(what) + ": the mapping is empty");

@@ -64,9 +64,11 @@ struct gemm_args {
   std::uint32_t col0 = 0;
 };
 
-/// Pipeline depth: 192 KiB of stages (48 KiB each at BN = 256, 32 KiB at BN = 128).
+/// Pipeline depth: 192 KiB of stages (48 KiB each at BN = 256, 32 KiB at 128, 24 KiB at 64).
 template <int BN>
-inline constexpr int wg_stages = BN == 256 ? 4 : 6;
+inline constexpr int wg_stages = BN == 256   ? 4
+                                 : BN == 128 ? 6
+                                             : 8;
 
 template <int BN>
 inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
@@ -566,11 +568,17 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
 template <class T, class Out, pass Pass>
 void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                           const gemm_args<T, Out>& args, int block_n, cudaStream_t stream) {
+  // The widest block that still gives 90 % of the SMs a block (BN = 64: more, smaller
+  // blocks where the output is small, e.g. 512 x 2048).
   const std::uint64_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
-  const bool wide = block_n != 0
-                        ? block_n == 256
-                        : row_blocks * ((args.cols - args.col0 + 255) / 256) >=
-                              static_cast<std::uint64_t>(core::current_sm_count()) * 9 / 10;
+  const auto blocks_at = [&](std::uint64_t bn) {
+    return row_blocks * ((args.cols - args.col0 + bn - 1) / bn);
+  };
+  const std::uint64_t enough = static_cast<std::uint64_t>(core::current_sm_count()) * 9 / 10;
+  const int bn = block_n != 0               ? block_n
+                 : blocks_at(256) >= enough ? 256
+                 : blocks_at(128) >= enough ? 128
+                                            : 64;
   const std::uint32_t extent = Pass == pass::forward ? args.map.tile().n : args.map.tile().k;
   const bool signs = args.map.signs();
   const auto go = [&]<int BN>() {
@@ -584,10 +592,12 @@ void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
       launch_hopper_gemm<T, Out, Pass, BN, 64, true>(a, b, args, stream);
     }
   };
-  if (wide) {
+  if (bn == 256) {
     go.template operator()<256>();
-  } else {
+  } else if (bn == 128) {
     go.template operator()<128>();
+  } else {
+    go.template operator()<64>();
   }
 }
 
