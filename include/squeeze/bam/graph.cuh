@@ -246,7 +246,6 @@ std::uint32_t run_rounds(const graph_ref<Ref>& g, std::uint64_t edges, traversal
                   "bam: the line_aware and odt traversals need a cached neighbor array");
   SQUEEZE_EXPECTS(how != traversal::odt || g.first_vertex != nullptr,
                   "bam: the odt traversal needs the FirstVertexList (bam::first_vertex_list)");
-  const graph_ref<Ref>& gv = g;
   std::uint64_t lines = 0;
   core::device_buffer<std::uint8_t> needed;
   if constexpr (cached) {
@@ -263,13 +262,13 @@ std::uint32_t run_rounds(const graph_ref<Ref>& g, std::uint64_t edges, traversal
     const auto step = make_step(changed.data(), rounds);
     if (how == traversal::odt) {
       if constexpr (cached) {
-        mark_lines_kernel<<<traversal_blocks(), 256, 0, stream>>>(gv, step, needed.data());
+        mark_lines_kernel<<<traversal_blocks(), 256, 0, stream>>>(g, step, needed.data());
         SQUEEZE_CHECK_LAUNCH();
-        line_kernel<<<traversal_blocks(), 256, 0, stream>>>(gv, step, needed.data(), lines);
+        line_kernel<<<traversal_blocks(), 256, 0, stream>>>(g, step, needed.data(), lines);
         SQUEEZE_CHECK_LAUNCH();
       }
     } else {
-      vertex_kernel<<<traversal_blocks(), 256, 0, stream>>>(gv, step, how == traversal::line_aware);
+      vertex_kernel<<<traversal_blocks(), 256, 0, stream>>>(g, step, how == traversal::line_aware);
       SQUEEZE_CHECK_LAUNCH();
     }
     after_round(rounds);
