@@ -448,37 +448,44 @@ void probe_wgmma_kernel(int* built) {
   *built = core::arch::wgmma_available ? 1 : 0;
 }
 
-/// Whether this translation unit's kernels were built with wgmma for the current device
-/// (the device pass targeted sm_90a and the device runs it). Probed once per device.
-inline bool wgmma_built() {
-  static std::mutex lock;
-  static std::vector<int> known;  // -1 unknown, 0 no, 1 yes; by device ordinal
+/// A non-negative number worked out by `compute(device)` the first time it is asked for
+/// on the current device, then kept (`known`: by device ordinal, -1 until computed).
+template <class Compute>
+int once_per_device(std::mutex& lock, std::vector<int>& known, Compute&& compute) {
   int device = 0;
   SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
   const std::lock_guard guard{lock};
   if (known.size() <= static_cast<std::size_t>(device)) known.resize(device + 1, -1);
-  if (known[device] < 0) {
+  if (known[device] < 0) known[device] = compute(device);
+  return known[device];
+}
+
+/// Whether this translation unit's kernels were built with wgmma for the current device
+/// (the device pass targeted sm_90a and the device runs it). Probed once per device.
+inline bool wgmma_built() {
+  const auto probe = [](int device) {
     int major = 0;
     SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     int built = 0;
-    if (major == 9) {
-      cudaFuncAttributes attributes{};
-      if (cudaFuncGetAttributes(&attributes, probe_wgmma_kernel<>) == cudaSuccess) {
-        int* flag = nullptr;
-        SQUEEZE_CUDA_TRY(cudaMalloc(&flag, sizeof(int)));
-        probe_wgmma_kernel<><<<1, 1>>>(flag);
-        const cudaError_t launched = cudaGetLastError();
-        const cudaError_t copied = cudaMemcpy(&built, flag, sizeof(int), cudaMemcpyDeviceToHost);
-        cudaFree(flag);
-        SQUEEZE_CUDA_TRY(launched);
-        SQUEEZE_CUDA_TRY(copied);
-      } else {
-        (void)cudaGetLastError();  // no image for this device: not built
-      }
+    if (major != 9) return built;
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, probe_wgmma_kernel<>) != cudaSuccess) {
+      (void)cudaGetLastError();  // no image for this device: not built
+      return built;
     }
-    known[device] = built;
-  }
-  return known[device] == 1;
+    int* flag = nullptr;
+    SQUEEZE_CUDA_TRY(cudaMalloc(&flag, sizeof(int)));
+    probe_wgmma_kernel<><<<1, 1>>>(flag);
+    const cudaError_t launched = cudaGetLastError();
+    const cudaError_t copied = cudaMemcpy(&built, flag, sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(flag);
+    SQUEEZE_CUDA_TRY(launched);
+    SQUEEZE_CUDA_TRY(copied);
+    return built;
+  };
+  static std::mutex lock;
+  static std::vector<int> known;
+  return once_per_device(lock, known, probe) == 1;
 }
 
 /// A row-major operand a TMA box or a 16-byte copy can read: base and row pitch 16-byte
@@ -513,7 +520,6 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                         const gemm_args<T, Out>& args, cudaStream_t stream) {
   auto kernel = hopper_gemm_kernel<T, Out, Pass, BN, IN, Signs>;
   constexpr int smem = wg_smem_bytes<BN>;
-  SQUEEZE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   constexpr auto box = static_cast<std::uint32_t>(128 / sizeof(T));  // 128 bytes
   // K-major A: 64 rows x 128 bytes per block; MN-major A and B: 64 reduction rows x 128
   // bytes of outputs. Either way a 64 x 128-byte box.
@@ -537,23 +543,18 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  // Persistent: as many clusters as fit on the GPU at once (asked once per device and
-  // instantiation), none more than there are cluster tiles.
+  // Persistent: as many clusters as fit on the GPU at once, none more than there are
+  // cluster tiles. Once per device and instantiation: allow the shared memory, count them.
   static std::mutex lock;
-  static std::vector<int> resident;  // by device ordinal; 0: not asked yet
-  int device = 0;
-  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-  int fit = 0;
-  {
-    const std::lock_guard guard{lock};
-    if (resident.size() <= static_cast<std::size_t>(device)) resident.resize(device + 1, 0);
-    if (resident[device] == 0) {
-      config.gridDim = dim3(1, wg_cluster);
-      SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveClusters(&resident[device], kernel, &config));
-      resident[device] = std::max(resident[device], 1);
-    }
-    fit = resident[device];
-  }
+  static std::vector<int> resident;
+  const int fit = once_per_device(lock, resident, [&](int) {
+    SQUEEZE_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    config.gridDim = dim3(1, wg_cluster);
+    int clusters = 0;
+    SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    return std::max(clusters, 1);
+  });
   const std::uint64_t tiles = blocks(args.rows, wg_block_m, 1) *
                               std::uint64_t{blocks(args.cols - args.col0, BN, wg_cluster)} /
                               wg_cluster;
