@@ -2,8 +2,9 @@
 // the GPU directly (EMOGI's zero-copy) or through bam's cache of 1 % of the edge list with
 // each of the three traversals; every result is checked against a host BFS.
 //
-//   bam_bfs [--graph=kron|urand|PATH] [--scale=N] [--degree=N] [--cache-percent=P]
-//           [--line=B] [--repeats=N] [--source=V]   (default source: a vertex of largest degree)
+//   bam_bfs [--graph kron|urand|PATH] [--scale N] [--degree N] [--cache-percent P]
+//           [--line B] [--repeats N] [--file PATH] [--source V]
+//           (default source: a vertex of largest degree)
 #include <cstdio>
 #include <exception>
 #include <string_view>
@@ -16,16 +17,11 @@ using namespace squeeze_examples;
 int main(int argc, char** argv) {
   try {
     std::uint32_t source = 0xffffffffu;  // default: a vertex of largest degree
-    std::vector<char*> rest{argv[0]};
-    for (int i = 1; i < argc; ++i) {
-      const std::string_view a{argv[i]};
-      if (a.rfind("--source=", 0) == 0) {
-        source = parse_number<std::uint32_t>("--source", a.substr(9));
-      } else {
-        rest.push_back(argv[i]);
-      }
-    }
-    const graph_options o = parse_graph_options(static_cast<int>(rest.size()), rest.data());
+    const graph_options o = parse_graph_options(argc, argv, [&](int n, char** v, int& i) {
+      if (std::string_view{v[i]} != "--source") return false;
+      source = parse_number<std::uint32_t>("--source", option_value(n, v, i));
+      return true;
+    });
     const io::graph g = load_graph(o);
     if (source == 0xffffffffu) {
       source = 0;
@@ -43,7 +39,7 @@ int main(int argc, char** argv) {
           return bam::bfs(ref, edges, source, how, depth, nullptr);
         });
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "bam_bfs: %s\nusage: bam_bfs [options] [--source=V]\n%s",
+    std::fprintf(stderr, "bam_bfs: %s\nusage: bam_bfs [options] [--source V]\n%s",
                  e.message.c_str(), graph_usage());
     return 2;
   } catch (const std::exception& e) {

@@ -3,8 +3,8 @@
 // the edge list with each of the three traversals; every labeling is checked against a host
 // CC (a label is the smallest vertex id of its component).
 //
-//   bam_cc [--graph=kron|urand|PATH] [--scale=N] [--degree=N] [--cache-percent=P]
-//          [--line=B] [--repeats=N]
+//   bam_cc [--graph kron|urand|PATH] [--scale N] [--degree N] [--cache-percent P]
+//          [--line B] [--repeats N] [--file PATH]
 #include <cstdio>
 #include <exception>
 
@@ -14,7 +14,8 @@ using namespace squeeze_examples;
 
 int main(int argc, char** argv) {
   try {
-    const graph_options o = parse_graph_options(argc, argv);
+    const graph_options o =
+        parse_graph_options(argc, argv, [](int, char**, int&) { return false; });
     const io::graph g = load_graph(o);
     const auto reference = io::cc_reference(g);
     std::printf("%llu components\n",

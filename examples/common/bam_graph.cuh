@@ -2,14 +2,14 @@
 // (generated or read from a file), its edge list placed in pinned host memory, and one run
 // of the algorithm per traversal, timed and checked against io's host reference.
 //
-//   --graph=kron|urand|PATH   a generator, or an edge-list (.txt/.el), Matrix Market (.mtx)
+//   --graph kron|urand|PATH   a generator, or an edge-list (.txt/.el), Matrix Market (.mtx)
 //                             or squeeze binary graph (.sqg) file         (default kron)
-//   --scale=N                 2^N vertices for the generators               (default 22)
-//   --degree=N                edges per vertex for the generators           (default 16)
-//   --cache-percent=P         cache size as a percentage of the edge list   (default 1)
-//   --line=B                  cache line bytes                              (default 1024)
-//   --repeats=N               timed runs per traversal (median reported)    (default 3)
-//   --file=PATH               also run ODT with the edge list written to PATH, behind the
+//   --scale N                 2^N vertices for the generators               (default 22)
+//   --degree N                edges per vertex for the generators           (default 16)
+//   --cache-percent P         cache size as a percentage of the edge list   (default 1)
+//   --line B                  cache line bytes                              (default 1024)
+//   --repeats N               timed runs per traversal (median reported)    (default 3)
+//   --file PATH               also run ODT with the edge list written to PATH, behind the
 //                             cache through a host I/O service (the file is removed after)
 #pragma once
 
@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -54,28 +55,38 @@ struct graph_options {
   std::string file;  ///< also run ODT with the edge list in this file (written, then removed)
 };
 
-inline graph_options parse_graph_options(int argc, char** argv) {
+inline const char* graph_usage() {
+  return "  --graph kron|urand|PATH  --scale N  --degree N  --cache-percent P  --line B  "
+         "--repeats N  --file PATH\n";
+}
+
+/// Parses the options above (--help prints them and exits); an option it does not know goes to
+/// `other(argc, argv, i)`, which returns false to reject it (and may read a value with
+/// option_value).
+template <class Other>
+graph_options parse_graph_options(int argc, char** argv, Other&& other) {
   graph_options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a{argv[i]};
-    const auto value = [&](std::string_view key) -> std::string_view {
-      return a.substr(key.size());
-    };
-    if (a.rfind("--graph=", 0) == 0) {
-      o.graph = std::string{value("--graph=")};
-    } else if (a.rfind("--scale=", 0) == 0) {
-      o.scale = parse_number<int>("--scale", value("--scale="));
-    } else if (a.rfind("--degree=", 0) == 0) {
-      o.degree = parse_number<std::uint64_t>("--degree", value("--degree="));
-    } else if (a.rfind("--cache-percent=", 0) == 0) {
-      o.cache_percent = parse_number<double>("--cache-percent", value("--cache-percent="));
-    } else if (a.rfind("--line=", 0) == 0) {
-      o.line = parse_number<std::uint32_t>("--line", value("--line="));
-    } else if (a.rfind("--file=", 0) == 0) {
-      o.file = std::string{value("--file=")};
-    } else if (a.rfind("--repeats=", 0) == 0) {
-      o.repeats = parse_number<int>("--repeats", value("--repeats="));
-    } else {
+    const auto value = [&] { return option_value(argc, argv, i); };
+    if (a == "--graph") {
+      o.graph = std::string{value()};
+    } else if (a == "--scale") {
+      o.scale = parse_number<int>(a, value());
+    } else if (a == "--degree") {
+      o.degree = parse_number<std::uint64_t>(a, value());
+    } else if (a == "--cache-percent") {
+      o.cache_percent = parse_number<double>(a, value());
+    } else if (a == "--line") {
+      o.line = parse_number<std::uint32_t>(a, value());
+    } else if (a == "--repeats") {
+      o.repeats = parse_number<int>(a, value());
+    } else if (a == "--file") {
+      o.file = std::string{value()};
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(graph_usage(), stdout);
+      std::exit(0);
+    } else if (!other(argc, argv, i)) {
       throw usage_error{"unknown option '" + std::string{a} + "'"};
     }
   }
@@ -191,11 +202,6 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
     std::remove(o.file.c_str());
   }
   return failures == 0 ? 0 : 1;
-}
-
-inline const char* graph_usage() {
-  return "  --graph=kron|urand|PATH  --scale=N  --degree=N  --cache-percent=P  --line=B  "
-         "--repeats=N  --file=PATH\n";
 }
 
 }  // namespace squeeze_examples

@@ -27,4 +27,11 @@ T parse_number(std::string_view option, std::string_view text) {
   return value;
 }
 
+/// The value after option argv[i] (advancing i past it), or a usage_error when it is
+/// missing.
+inline std::string_view option_value(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) throw usage_error{std::string{argv[i]} + " needs a value"};
+  return argv[++i];
+}
+
 }  // namespace squeeze_examples

@@ -276,10 +276,7 @@ arguments parse(int argc, char** argv) {
   arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    const auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) throw usage_error{std::string{arg} + " needs a value"};
-      return argv[++i];
-    };
+    const auto value = [&] { return squeeze_examples::option_value(argc, argv, i); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage, stdout);
       std::exit(0);
