@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
+#                         [coll-build] [coll-test] [coll-bench]
 # The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
 # when absent).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
@@ -50,6 +51,21 @@ for stage in "${stages[@]}"; do
       run tour.log "$build/bench/squeeze_tour" ;;
     example)
       run example.log "$build/examples/gather_features" ;;
+    coll-build)  # only what coll needs (MPI is found on the GPU machine)
+      run coll.log bash -c 'command -v mpiexec; mpiexec --version | head -2; ompi_info 2>/dev/null | grep -i "cuda support" | head -3; nvidia-smi topo -m'
+      run coll.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
+      run coll.log cmake --build --preset bench -j 16 --target squeeze_host_tests \
+        squeeze_coll_gpu_tests squeeze_coll_mpi_tests squeeze_bench_coll -- -k 0 ;;
+    coll-test)
+      run coll.log ctest --test-dir "$build" -R "host\..*Coll|host\..*Schedule|gpu\.Coll|Shapes/Coll|mpi\." \
+        --output-on-failure -j 2
+      run coll.log compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$build/tests/squeeze_coll_gpu_tests" --gtest_filter='*N3_n100003_ring*:*N5_n1000_recursive*:CollWireCodec.*' ;;
+    coll-bench)
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      run coll.log mpiexec -n "$ngpu" --oversubscribe --bind-to none "$build/bench/squeeze_bench_coll" --codec-study \
+        ${COLL_BENCH_ARGS:-} --json "$OUT/coll_${gpu}_${stamp}.json" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bam/bam_study.cuh"
+#include "coll/coll_study.cuh"
 #include "common/report.hpp"
 #include "frsz2/frsz2_study.cuh"
 #include "ibp/ibp_study.cuh"
@@ -35,7 +36,7 @@ std::vector<tour_section> tour_sections() {
   return {
       {"xfer", xfer_study::tour_section},   {"ibp", ibp_study::tour_section},
       {"frsz2", frsz2_study::tour_section}, {"roast", roast_study::tour_section},
-      {"bam", bam_study::tour_section},
+      {"bam", bam_study::tour_section},     {"coll", coll_study::tour_section},
   };
 }
 

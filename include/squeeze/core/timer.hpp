@@ -19,10 +19,13 @@
 
 namespace squeeze::core {
 
-/// An owned CUDA event (timing enabled).
+/// An owned CUDA event: timing enabled by default; pass cudaEventDisableTiming for an event
+/// that only orders streams (cheaper to record and wait on).
 class event {
  public:
-  event() { SQUEEZE_CUDA_TRY(cudaEventCreate(&handle_)); }
+  explicit event(unsigned flags = cudaEventDefault) {
+    SQUEEZE_CUDA_TRY(cudaEventCreateWithFlags(&handle_, flags));
+  }
   event(event&& other) noexcept : handle_{std::exchange(other.handle_, nullptr)} {}
   event& operator=(event&& other) noexcept {
     std::swap(handle_, other.handle_);

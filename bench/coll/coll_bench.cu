@@ -1,0 +1,369 @@
+// bench/coll/coll_bench.cu: the OSU-style allreduce latency table, with nccl-tests' algbw
+// and busbw, for squeeze's ring and recursive doubling (raw, FRSZ2 on the wire at l = 8 and
+// 16, the naive point-to-point variant) and the selector, against the transport's own
+// allreduce (ncclAllReduce, MPI_Allreduce) in the same run. One process per GPU:
+//
+//   mpiexec -n 2 squeeze_bench_coll [--min-bytes 524288] [--max-bytes 536870912]
+//       [--iters 20] [--warmup 5] [--type float|double] [--transport nccl|mpi|both]
+//       [--label default] [--json out.json] [--codec-study]
+//
+// Latency = the median over --iters calls of the slowest rank's time (each call timed by
+// CUDA events between an MPI_Barrier and the call's completion, then the max over ranks).
+// algbw = bytes / latency; busbw = algbw * 2 (n - 1) / n (nccl-tests). Every variant's first
+// call is checked against the native allreduce of the same data: raw variants within
+// rounding of a different summation order, FRSZ2 within its bound, and every rank holding
+// the same bits (a checksum compared across ranks). --label names the link setting in the
+// output (export NCCL_P2P_DISABLE / NCCL_SHM_DISABLE around the run; NCCL_NVLS_ENABLE=0
+// always). Ranks that share a GPU (more ranks than GPUs) skip NCCL, which allows one rank
+// per GPU. --codec-study first prints the codec's GB/s on this GPU (rank 0).
+#include <mpi.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coll/coll_study.cuh"
+#include "squeeze/coll/allreduce.cuh"
+#include "squeeze/coll/mpi.hpp"
+#include "squeeze/coll/nccl.hpp"
+#include "squeeze/coll/selector.cuh"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/device.hpp"
+#include "squeeze/core/timer.hpp"
+#include "squeeze/frsz2/wire.cuh"
+
+namespace coll = squeeze::coll;
+namespace core = squeeze::core;
+namespace frsz2 = squeeze::frsz2;
+namespace study = squeeze::bench::coll_study;
+
+namespace coll_bench {
+
+struct options {
+  std::size_t min_bytes = 512u << 10;
+  std::size_t max_bytes = 512u << 20;
+  int iters = 20;
+  int warmup = 5;
+  bool dbl = false;
+  bool nccl = true, mpi = true;
+  std::string label = "default";
+  std::string json;
+  bool codec_study = false;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "squeeze_bench_coll: %s\nusage: mpiexec -n N squeeze_bench_coll [--min-bytes B] "
+               "[--max-bytes B] [--iters I] [--warmup W] [--type float|double] "
+               "[--transport nccl|mpi|both] [--label TEXT] [--json FILE] [--codec-study]\n",
+               why.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(std::string{a} + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&]() -> std::size_t {
+      const std::string v = value();
+      char* end = nullptr;
+      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0') usage(std::string{a} + ": '" + v + "' is no number");
+      return static_cast<std::size_t>(x);
+    };
+    if (a == "--min-bytes") o.min_bytes = number();
+    else if (a == "--max-bytes") o.max_bytes = number();
+    else if (a == "--iters") o.iters = static_cast<int>(number());
+    else if (a == "--warmup") o.warmup = static_cast<int>(number());
+    else if (a == "--type") {
+      const std::string t = value();
+      if (t != "float" && t != "double") usage("--type float|double");
+      o.dbl = t == "double";
+    } else if (a == "--transport") {
+      const std::string t = value();
+      if (t != "nccl" && t != "mpi" && t != "both") usage("--transport nccl|mpi|both");
+      o.nccl = t != "mpi";
+      o.mpi = t != "nccl";
+    } else if (a == "--label") o.label = value();
+    else if (a == "--json") o.json = value();
+    else if (a == "--codec-study") o.codec_study = true;
+    else usage("unknown option " + std::string{a});
+  }
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes || o.iters < 1) usage("bad size range or iters");
+  return o;
+}
+
+struct record {
+  std::string transport, variant;
+  std::size_t bytes = 0;
+  double median_us = 0, min_us = 0, max_us = 0;
+  double algbw = 0, busbw = 0;
+  double max_err = 0, max_ref = 0;
+  bool ranks_identical = true;
+  std::string chosen;  // the selector's pick
+};
+
+int rank = 0, ranks = 1;
+
+/// max over ranks of each value (non-negative doubles compare like their bits)
+void max_over_ranks(std::vector<double>& v) {
+  MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
+                MPI_COMM_WORLD);
+}
+
+/// One variant of the table: a name and a call.
+struct variant {
+  std::string name;
+  double bits_per_value;  // 0: lossless
+  std::function<void(const void*, void*, std::size_t, cudaStream_t)> call;
+  std::function<std::string()> chosen;  // the selector reports its pick
+};
+
+template <class T, class Transport>
+std::vector<variant> variants(Transport& t) {
+  using f16 = frsz2::wire_codec<16>;
+  using f8 = frsz2::wire_codec<8>;
+  auto raw = std::make_shared<coll::allreducer<Transport>>(t);
+  auto c16 = std::make_shared<coll::allreducer<Transport, f16>>(t);
+  auto c8 = std::make_shared<coll::allreducer<Transport, f8>>(t);
+  auto sel = std::make_shared<coll::selector<Transport, f16>>(t);
+  const auto sum = coll::reduce_op::sum;
+  auto cast = [](const void* p) { return static_cast<const T*>(p); };
+  auto out = [](void* p) { return static_cast<T*>(p); };
+  using A = coll::algorithm;
+  const double l16 = 16.5, l8 = 8.5;
+  std::vector<variant> v;
+  v.push_back({"native", 0, [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
+                 t.native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
+               }, nullptr});
+  auto add = [&](std::string name, double bits, auto ar, coll::allreduce_options o) {
+    v.push_back({std::move(name), bits,
+                 [ar, o, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
+                   (*ar)(cast(s), out(r), n, sum, st, o);
+                 },
+                 nullptr});
+  };
+  add("ring", 0, raw, {.algorithm = A::ring});
+  add("rd", 0, raw, {.algorithm = A::recursive_doubling});
+  add("ring+frsz2_16", l16, c16, {.algorithm = A::ring});
+  add("ring+frsz2_8", l8, c8, {.algorithm = A::ring});
+  add("rd+frsz2_16", l16, c16, {.algorithm = A::recursive_doubling});
+  add("rd+frsz2_8", l8, c8, {.algorithm = A::recursive_doubling});
+  add("ring+frsz2_16 p2p", l16, c16, {.algorithm = A::ring, .collective = false});
+  add("rd+frsz2_16 p2p", l16, c16, {.algorithm = A::recursive_doubling, .collective = false});
+  v.push_back({"selector(frsz2_16)", l16,
+               [sel, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
+                 if (!sel->calibrated()) sel->template calibrate<T>(st);
+                 (*sel)(cast(s), out(r), n, sum, st);
+               },
+               [sel] { return std::string{coll::name(sel->last_choice())}; }});
+  return v;
+}
+
+template <class T, class Transport>
+void run_table(const char* transport_name, Transport& t, const options& o, cudaStream_t s,
+               std::vector<record>& records) {
+  auto list = variants<T>(t);
+  const std::size_t max_count = o.max_bytes / sizeof(T);
+  core::device_buffer<T> input{max_count}, ref{max_count}, work{max_count};
+  study::fill_normal(input.data(), max_count, 1000 + static_cast<std::uint64_t>(rank), 1e-2, s);
+  core::event start, stop;
+  if (rank == 0) {
+    std::printf("\n# %s, %d ranks, %s, link setting: %s\n# %-10s", transport_name, ranks,
+                sizeof(T) == 4 ? "float" : "double", o.label.c_str(), "size");
+    for (const auto& v : list) std::printf(" %18s", v.name.c_str());
+    std::printf("   (median us of the slowest rank; speedup over native below)\n");
+  }
+  for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
+    const std::size_t n = bytes / sizeof(T);
+    // the reference: the native allreduce of the same inputs
+    t.native_allreduce(input.data(), ref.data(), n, coll::reduce_op::sum, s);
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+    std::vector<double> us(list.size());
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      auto& v = list[k];
+      record r;
+      r.transport = transport_name;
+      r.variant = v.name;
+      r.bytes = bytes;
+      // first call: checked
+      SQUEEZE_CUDA_TRY(cudaMemsetAsync(work.data(), 0xA5, n * sizeof(T), s));
+      v.call(input.data(), work.data(), n, s);
+      const auto c = study::compare(work.data(), ref.data(), n, s);
+      std::vector<double> worst{c.max_abs_diff, c.max_abs_ref};
+      max_over_ranks(worst);
+      std::uint64_t sums[2] = {c.checksum, ~c.checksum};
+      MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+      r.ranks_identical = sums[0] == c.checksum && sums[1] == ~c.checksum;
+      r.max_err = worst[0];
+      r.max_ref = worst[1];
+      const double allowed =
+          v.bits_per_value == 0
+              ? 1e-5 * worst[1] * ranks  // another summation order
+              : (ranks + 2) * std::ldexp(1.0, 2 - static_cast<int>(v.bits_per_value)) * worst[1];
+      if (!(r.max_err <= allowed) || (!r.ranks_identical && v.name.find("p2p") == std::string::npos &&
+                                      v.name != "native")) {
+        if (rank == 0) {
+          std::fprintf(stderr, "VERIFICATION FAILED: %s %s at %zu bytes: max error %.3g (allowed %.3g), "
+                       "ranks identical: %d\n", transport_name, v.name.c_str(), bytes, r.max_err,
+                       allowed, r.ranks_identical ? 1 : 0);
+        }
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+      auto stats = core::collect({.warmup = o.warmup, .repeats = o.iters}, [&] {
+        MPI_Barrier(MPI_COMM_WORLD);
+        start.record(s);
+        v.call(input.data(), work.data(), n, s);
+        stop.record(s);
+        stop.synchronize();
+        float ms = 0;
+        SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+        return static_cast<double>(ms);
+      });
+      std::vector<double> t3{stats.median_ms, stats.min_ms, stats.max_ms};
+      max_over_ranks(t3);
+      r.median_us = t3[0] * 1e3;
+      r.min_us = t3[1] * 1e3;
+      r.max_us = t3[2] * 1e3;
+      r.algbw = static_cast<double>(bytes) / (r.median_us * 1e3);
+      r.busbw = r.algbw * 2.0 * (ranks - 1) / ranks;
+      if (v.chosen) r.chosen = v.chosen();
+      us[k] = r.median_us;
+      records.push_back(r);
+    }
+    if (rank == 0) {
+      std::printf("  %-10zu", bytes);
+      for (double x : us) std::printf(" %18.1f", x);
+      std::printf("\n  %-10s", "speedup");
+      for (double x : us) std::printf(" %17.2fx", us[0] / x);
+      std::printf("\n  %-10s", "busbw GB/s");
+      for (double x : us) std::printf(" %18.2f", static_cast<double>(bytes) / (x * 1e3) * 2.0 * (ranks - 1) / ranks);
+      std::printf("   selector: %s\n", records.back().chosen.c_str());
+      std::fflush(stdout);
+    }
+  }
+}
+
+void write_json(const options& o, const std::vector<record>& records,
+                const std::vector<study::codec_rates>& codecs) {
+  std::FILE* f = std::fopen(o.json.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
+    return;
+  }
+  const auto info = core::query_device();
+  std::fprintf(f, "{\n  \"context\": {\"device\": \"%s\", \"ranks\": %d, \"label\": \"%s\", "
+               "\"type\": \"%s\", \"iters\": %d, \"warmup\": %d, \"NCCL_P2P_DISABLE\": \"%s\", "
+               "\"NCCL_SHM_DISABLE\": \"%s\", \"NCCL_NVLS_ENABLE\": \"%s\"},\n",
+               core::describe(info).c_str(), ranks, o.label.c_str(), o.dbl ? "double" : "float",
+               o.iters, o.warmup, std::getenv("NCCL_P2P_DISABLE") ? std::getenv("NCCL_P2P_DISABLE") : "",
+               std::getenv("NCCL_SHM_DISABLE") ? std::getenv("NCCL_SHM_DISABLE") : "",
+               std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "");
+  std::fprintf(f, "  \"codecs\": [");
+  for (std::size_t i = 0; i < codecs.size(); ++i) {
+    const auto& c = codecs[i];
+    std::fprintf(f, "%s\n    {\"codec\": \"%s\", \"type\": \"%s\", \"ratio\": %.4f, \"encode_GBps\": %.1f, "
+                 "\"decode_GBps\": %.1f, \"decode_reduce_GBps\": %.1f}", i ? "," : "", c.codec.c_str(),
+                 c.type.c_str(), c.ratio, c.encode_gbs, c.decode_gbs, c.decode_reduce_gbs);
+  }
+  std::fprintf(f, "],\n  \"allreduce\": [");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    std::fprintf(f, "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"bytes\": %zu, \"median_us\": %.2f, "
+                 "\"min_us\": %.2f, \"max_us\": %.2f, \"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, "
+                 "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s%s%s%s}",
+                 i ? "," : "", r.transport.c_str(), r.variant.c_str(), r.bytes, r.median_us, r.min_us,
+                 r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false",
+                 r.chosen.empty() ? "" : ", \"chosen\": \"", r.chosen.c_str(), r.chosen.empty() ? "" : "\"");
+  }
+  std::fprintf(f, "\n  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace coll_bench
+
+int main(int argc, char** argv) {
+  using namespace coll_bench;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const options o = parse(argc, argv);
+  int status = 0;
+  try {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int local = 0, local_size = 1;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &local_size);
+    int devices = 0;
+    SQUEEZE_CUDA_TRY(cudaGetDeviceCount(&devices));
+    SQUEEZE_CUDA_TRY(cudaSetDevice(local % devices));
+    int shared = local_size > devices ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    core::stream s;
+    std::vector<study::codec_rates> codecs;
+    if (o.codec_study && rank == 0) {
+      const std::size_t n = std::size_t{64} << 20;  // 256 MiB of float
+      codecs.push_back(study::study_codec<frsz2::wire_codec<8>, float>(n, 10, s));
+      codecs.push_back(study::study_codec<frsz2::wire_codec<16>, float>(n, 10, s));
+      codecs.push_back(study::study_codec<frsz2::wire_codec<32>, float>(n, 10, s));
+      codecs.push_back(study::study_codec<frsz2::wire_codec<16>, double>(n / 2, 10, s));
+      codecs.push_back(study::study_codec<frsz2::wire_codec<32>, double>(n / 2, 10, s));
+      const auto copy = core::time_region(s, {.warmup = 2, .repeats = 10}, [&] {
+        static core::device_buffer<float> a{n}, b{n};
+        SQUEEZE_CUDA_TRY(cudaMemcpyAsync(b.data(), a.data(), n * 4, cudaMemcpyDeviceToDevice, s));
+      });
+      std::printf("# codec study on %s (256 MiB of values; GB/s of raw values)\n",
+                  core::describe(core::query_device()).c_str());
+      std::printf("# device copy: %.0f GB/s read + written\n", 2.0 * n * 4 / (copy.median_ms * 1e6));
+      for (const auto& c : codecs) {
+        std::printf("  %-10s %-6s ratio %.3f  encode %7.1f  decode %7.1f  decode+reduce %7.1f\n",
+                    c.codec.c_str(), c.type.c_str(), c.ratio, c.encode_gbs, c.decode_gbs,
+                    c.decode_reduce_gbs);
+      }
+    }
+    std::vector<record> records;
+    if (o.nccl && shared) {
+      if (rank == 0) std::printf("# NCCL skipped: %d ranks share %d GPU(s) on a node (NCCL allows one rank per GPU)\n", local_size, devices);
+    } else if (o.nccl) {
+      ncclUniqueId id;
+      if (rank == 0) ncclGetUniqueId(&id);
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+      ncclComm_t comm;
+      SQUEEZE_NCCL_TRY(nullptr, ncclCommInitRank(&comm, ranks, id, rank));
+      {
+        coll::nccl_transport t{comm};
+        if (o.dbl) run_table<double>("nccl", t, o, s, records);
+        else run_table<float>("nccl", t, o, s, records);
+      }
+      ncclCommDestroy(comm);
+    }
+    if (o.mpi) {
+      coll::mpi_transport t{MPI_COMM_WORLD};
+      if (o.dbl) run_table<double>("mpi", t, o, s, records);
+      else run_table<float>("mpi", t, o, s, records);
+    }
+    if (rank == 0 && !o.json.empty()) write_json(o, records, codecs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    status = 1;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return status;
+}

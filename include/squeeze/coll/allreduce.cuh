@@ -1,0 +1,440 @@
+// squeeze/coll/allreduce.cuh: ring and recursive-doubling allreduce that compress on the
+// wire (the seed paper's collective-level compression), over any coll::transport.
+//
+//   coll::nccl_transport net{comm};                                  // your communicator
+//   coll::allreducer<coll::nccl_transport, frsz2::wire_codec<16>> ar{net};
+//   ar(d_send, d_recv, count, coll::reduce_op::sum, stream);        // ring by default
+//   ar(d_buf, d_buf, count, coll::reduce_op::max, stream,
+//      {.algorithm = coll::algorithm::recursive_doubling});           // in place
+//
+// An allreducer owns what a call needs between calls (workspace for the messages, a side
+// stream, events) and is reused; it keeps a pointer to the transport. Calls are
+// stream-ordered on `stream` for the NCCL transport (the host does not wait, unless the
+// codec has variable sizes or `verify` is on); with MPI the host drives the steps.
+//
+// Collective-level compression (options.collective = true, the default), per the seed
+// paper §III-C..F:
+//   * each message is encoded once per step, from the chunk just reduced, on `stream`;
+//   * in the ring's allgather, the owner encodes its chunk once; every other rank forwards
+//     the message it received unchanged and decodes it on a side stream, off the path of the
+//     next send;
+//   * decoding and reduction are one kernel (codec.decode_reduce) on the stream the
+//     receive completes on: no extra synchronization;
+//   * with MPI, the receive is posted before the send waits for its encoding, so encoding
+//     overlaps the receive (transport.hpp).
+// Lossy codecs keep every rank's result identical: values a rank keeps and also sends are
+// replaced by their decoded form (schedule.hpp, round trips), and every op is commutative bit
+// for bit (core::apply). The result then differs from the exact reduction by the codec's
+// error, the same on every rank.
+//
+// options.collective = false is the naive point-to-point variant the paper compares with:
+// every send encodes on a side stream and waits for it, every receive decodes into scratch on
+// the side stream, waits, then reduces; forwarded chunks are decoded and encoded again. It
+// exists for benchmarks; ranks may end with slightly different values under a lossy codec.
+//
+// Workspace, at most (cw(n) = a codec message of n values): ring cw(count / N) x N, plus a
+// chunk of count / N values for the naive variant; recursive doubling 3 cw(count). The raw
+// codec (no_compression) needs 2 chunks of scratch (1 with a stream-ordered transport).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "squeeze/coll/codec.hpp"
+#include "squeeze/coll/schedule.hpp"
+#include "squeeze/coll/transport.hpp"
+#include "squeeze/core/buffer.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/core/reduce_op.hpp"
+#include "squeeze/core/timer.hpp"
+
+namespace squeeze::coll {
+
+/// How one allreduce call runs.
+struct allreduce_options {
+  coll::algorithm algorithm = coll::algorithm::ring;
+  /// Collective-level compression; false: the naive point-to-point variant (benchmarks).
+  bool collective = true;
+  /// Check first that every rank passed the same count, value type, op, algorithm and codec
+  /// (one small allreduce and a host synchronization per call). Without it, mismatched
+  /// calls hang or corrupt memory, as with plain NCCL or MPI.
+  bool verify = true;
+};
+
+namespace detail {
+
+/// dst[i] = op(dst[i], src[i]), 16-byte accesses where the chunk allows.
+template <class T, int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
+void reduce_kernel(T* dst, const T* src, std::size_t n, core::reduce_op op) {
+  const std::size_t stride = std::size_t{gridDim.x} * BlockThreads;
+  const std::size_t tid = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x;
+  constexpr int per = 16 / sizeof(T);
+  using vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+  std::size_t done = 0;
+  if (aligned) {
+    const std::size_t vectors = n / per;
+    for (std::size_t v = tid; v < vectors; v += stride) {
+      vec a = reinterpret_cast<const vec*>(dst)[v];
+      const vec b = reinterpret_cast<const vec*>(src)[v];
+      T* pa = reinterpret_cast<T*>(&a);
+      const T* pb = reinterpret_cast<const T*>(&b);
+#pragma unroll
+      for (int k = 0; k < per; ++k) pa[k] = core::apply(op, pa[k], pb[k]);
+      reinterpret_cast<vec*>(dst)[v] = a;
+    }
+    done = vectors * per;
+  }
+  for (std::size_t i = done + tid; i < n; i += stride) dst[i] = core::apply(op, dst[i], src[i]);
+}
+
+template <class T>
+void launch_reduce(T* dst, const T* src, std::size_t n, core::reduce_op op, cudaStream_t s) {
+  if (n == 0) return;
+  constexpr int threads = 256;
+  const std::size_t wanted = (n + 4 * threads - 1) / (4 * threads);
+  const auto blocks = static_cast<unsigned>(
+      std::clamp<std::size_t>(wanted, 1, std::size_t(core::current_sm_count()) * 8));
+  reduce_kernel<T, threads><<<blocks, threads, 0, s>>>(dst, src, n, op);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+/// FNV-1a of a codec's name: part of what `verify` compares across ranks.
+inline std::uint64_t name_hash(const char* s) noexcept {
+  std::uint64_t h = 1469598103934665603ull;
+  for (; *s != '\0'; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  return h;
+}
+
+constexpr std::size_t align16(std::size_t bytes) noexcept { return (bytes + 15) / 16 * 16; }
+
+}  // namespace detail
+
+/// Ring and recursive-doubling allreduce over a transport, with a codec on the wire (see the
+/// file comment). Not thread-safe: one call at a time, like the communicator under it.
+template <transport Transport, class Codec = no_compression>
+class allreducer {
+ public:
+  explicit allreducer(Transport& transport, Codec codec = {})
+      : transport_{&transport}, codec_{std::move(codec)} {}
+
+  /// recv[i] = op over all ranks of send[i], i < count (device memory; send == recv for in
+  /// place). Ordered on `stream`.
+  template <class T>
+  requires codec_for<Codec, T>
+  void operator()(const T* send, T* recv, std::size_t count, reduce_op op, cudaStream_t stream,
+                  const allreduce_options& options = {}) {
+    SQUEEZE_EXPECTS((send != nullptr && recv != nullptr) || count == 0,
+                    "coll::allreducer: null buffer");
+    const int n = transport_->size();
+    bytes_sent_ = 0;
+    if (options.verify) verify<T>(count, op, options, stream);
+    if (send != recv && count > 0) {
+      SQUEEZE_CUDA_TRY(cudaMemcpyAsync(recv, send, count * sizeof(T), cudaMemcpyDeviceToDevice,
+                                       stream));
+    }
+    if (n == 1 || count == 0) return;
+    call_state<T> c{recv, count, op, stream, options,
+                    chunk_layout{count, chunks(options.algorithm, n), Codec::granule}};
+    prepare(c);
+    const int total = steps(options.algorithm, n);
+    for (int s = 0; s < total; ++s) {
+      run_step(c, schedule_step(options.algorithm, transport_->rank(), n, s), s);
+    }
+    if (side_used_) {  // the allgather's decodes
+      side_done_.record(side_);
+      SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(stream, side_done_.get()));
+      side_used_ = false;
+    }
+    // A host-progressed transport (MPI) posts the next call's first receive at once, into
+    // a slot this call's last kernels may still read: such calls return complete, as
+    // MPI_Allreduce does.
+    if constexpr (!Transport::stream_ordered) SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
+
+  [[nodiscard]] Codec& codec() noexcept { return codec_; }
+  [[nodiscard]] Transport& transport() noexcept { return *transport_; }
+  /// Bytes this rank sent in the last call (message sizes: the compression the wire saw).
+  [[nodiscard]] std::size_t bytes_sent() const noexcept { return bytes_sent_; }
+
+ private:
+  static constexpr bool identity = is_identity_codec<Codec>;
+
+  template <class T>
+  struct call_state {
+    T* data;
+    std::size_t count;
+    reduce_op op;
+    cudaStream_t stream;
+    allreduce_options options;
+    chunk_layout layout;
+  };
+
+  // ---- workspace ---------------------------------------------------------------------
+  // Ring, collective: slot c holds chunk c's message (received, then re-encoded in place for
+  // the next send, then in the allgather the received message that is forwarded).
+  // Recursive doubling and the naive variant: slot 0 the message sent, slots 1 and 2 the
+  // messages received, alternating by step. Raw codec: slots of raw chunks for receives that
+  // are reduced. Naive variant: one raw chunk of scratch after the slots.
+  template <class T>
+  void prepare(call_state<T>& c) {
+    const bool ring_slots = c.options.algorithm == algorithm::ring && c.options.collective;
+    const int recv_slots = Transport::stream_ordered ? 1 : 2;
+    std::size_t per_slot = 0;
+    int slots_needed = 0;
+    if constexpr (identity) {
+      per_slot = detail::align16(c.layout.per_chunk * sizeof(T));
+      slots_needed = recv_slots;
+    } else {
+      per_slot = detail::align16(Codec::template max_wire_bytes<T>(c.layout.per_chunk));
+      slots_needed = ring_slots ? c.layout.parts : 1 + recv_slots;
+    }
+    slot_bytes_ = per_slot;
+    recv_slot_count_ = recv_slots;
+    scratch_offset_ = per_slot * static_cast<std::size_t>(slots_needed);
+    std::size_t need = scratch_offset_;
+    if (!identity && !c.options.collective) need += detail::align16(c.layout.per_chunk * sizeof(T));
+    if (workspace_.bytes() < need) workspace_ = core::device_buffer<std::byte>{need};
+    slot_sizes_.assign(static_cast<std::size_t>(std::max(slots_needed, 1)), 0);
+    if constexpr (!identity) {
+      if constexpr (!Codec::fixed_size) {
+        if (message_size_.size() == 0) {
+          message_size_ = core::pinned_buffer<std::uint64_t>{1, core::host_memory::mapped};
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] std::byte* slot(int i) const noexcept {
+    return workspace_.data() + static_cast<std::size_t>(i) * slot_bytes_;
+  }
+  template <class T>
+  [[nodiscard]] T* scratch() const noexcept {
+    return reinterpret_cast<T*>(workspace_.data() + scratch_offset_);
+  }
+
+  // ---- one step ----------------------------------------------------------------------
+  template <class T>
+  void run_step(call_state<T>& c, const step_plan& p, int step) {
+    if constexpr (identity) {
+      raw_step(c, p, step);
+    } else if (c.options.collective) {
+      collective_step(c, p, step);
+    } else {
+      naive_step(c, p, step);
+    }
+  }
+
+  template <class T>
+  [[nodiscard]] T* chunk(call_state<T>& c, int k) const noexcept {
+    return c.data + c.layout.first(k);
+  }
+
+  // The raw codec: sends straight from the buffer, receives for a replace straight into it,
+  // receives for a reduce into an alternating scratch chunk.
+  template <class T>
+  void raw_step(call_state<T>& c, const step_plan& p, int step) {
+    std::byte* landing = slot(step % recv_slot_count_);
+    transport_->begin(c.stream);
+    if (p.receives()) {
+      void* into = p.recv == on_receive::replace ? static_cast<void*>(chunk(c, p.recv_chunk))
+                                                 : static_cast<void*>(landing);
+      transport_->recv(into, c.layout.size(p.recv_chunk) * sizeof(T), p.recv_peer);
+    }
+    if (p.sends()) {
+      const std::size_t bytes = c.layout.size(p.send_chunk) * sizeof(T);
+      transport_->send(chunk(c, p.send_chunk), bytes, p.send_peer);
+      bytes_sent_ += bytes;
+    }
+    transport_->end();
+    if (p.recv == on_receive::reduce) {
+      detail::launch_reduce(chunk(c, p.recv_chunk), reinterpret_cast<const T*>(landing),
+                            c.layout.size(p.recv_chunk), c.op, c.stream);
+    }
+  }
+
+  // Collective-level compression (the file comment).
+  template <class T>
+  void collective_step(call_state<T>& c, const step_plan& p, int step) {
+    const bool ring = c.options.algorithm == algorithm::ring;
+    // Where this step's outgoing message is, and where the incoming one lands.
+    const int out_slot = ring ? p.send_chunk : 0;
+    const int in_slot = ring ? p.recv_chunk : 1 + step % recv_slot_count_;
+    std::size_t send_bytes = 0;
+    bool round_trip_pending = false;
+    if (p.send == send_source::local) {
+      send_bytes = encode(c, p.send_chunk, slot(out_slot));
+      slot_sizes_[static_cast<std::size_t>(out_slot)] = send_bytes;
+      round_trip_pending = p.round_trip;
+    } else if (p.send == send_source::forward) {
+      send_bytes = slot_sizes_[static_cast<std::size_t>(out_slot)];  // as it arrived
+    } else if (p.round_trip) {  // keeps its values as every other rank will have them
+      slot_sizes_[0] = encode(c, p.round_trip_chunk, slot(0));
+      round_trip(c, p.round_trip_chunk, 0);
+    }
+    const std::size_t recv_bytes = incoming_bytes<T>(c, p, send_bytes);
+    if (p.receives()) slot_sizes_[static_cast<std::size_t>(in_slot)] = recv_bytes;
+
+    transport_->begin(c.stream);
+    if (p.receives()) transport_->recv(slot(in_slot), recv_bytes, p.recv_peer);
+    if (p.sends()) transport_->send(slot(out_slot), send_bytes, p.send_peer);
+    transport_->end();
+    bytes_sent_ += p.sends() ? send_bytes : 0;
+
+    if (round_trip_pending) round_trip(c, p.send_chunk, out_slot);
+    const std::size_t values = p.receives() ? c.layout.size(p.recv_chunk) : 0;
+    if (p.recv == on_receive::reduce) {
+      codec_.decode_reduce(slot(in_slot), recv_bytes, values, chunk(c, p.recv_chunk), c.op,
+                           c.stream);
+    } else if (p.recv == on_receive::replace) {
+      if (ring) {  // off the path of the next send: the side stream
+        fork_side(c.stream);
+        codec_.decode(slot(in_slot), recv_bytes, values, chunk(c, p.recv_chunk), side_);
+      } else {
+        codec_.decode(slot(in_slot), recv_bytes, values, chunk(c, p.recv_chunk), c.stream);
+      }
+    }
+  }
+
+  // The naive variant: the codec lives inside each send and receive.
+  template <class T>
+  void naive_step(call_state<T>& c, const step_plan& p, int step) {
+    const int in_slot = 1 + step % recv_slot_count_;
+    std::size_t send_bytes = 0;
+    if (p.sends()) {  // encode inside the send, and wait for it
+      fork_side(c.stream);
+      send_bytes = encode_on(c, p.send_chunk, slot(0), side_);
+      SQUEEZE_CUDA_TRY(cudaStreamSynchronize(side_));
+    }
+    const std::size_t recv_bytes = incoming_bytes<T>(c, p, send_bytes);
+    transport_->begin(c.stream);
+    if (p.receives()) transport_->recv(slot(in_slot), recv_bytes, p.recv_peer);
+    if (p.sends()) transport_->send(slot(0), send_bytes, p.send_peer);
+    transport_->end();
+    bytes_sent_ += p.sends() ? send_bytes : 0;
+    if (!p.receives()) return;
+    // decode inside the receive (side stream), wait, then reduce on the collective's stream
+    const std::size_t values = c.layout.size(p.recv_chunk);
+    fork_side(c.stream);
+    T* into = p.recv == on_receive::replace ? chunk(c, p.recv_chunk) : scratch<T>();
+    codec_.decode(slot(in_slot), recv_bytes, values, into, side_);
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(side_));
+    if (p.recv == on_receive::reduce) {
+      detail::launch_reduce(chunk(c, p.recv_chunk), scratch<T>(), values, c.op, c.stream);
+    }
+  }
+
+  // ---- helpers -----------------------------------------------------------------------
+  template <class T>
+  std::size_t encode(call_state<T>& c, int k, std::byte* out) {
+    return encode_on(c, k, out, c.stream);
+  }
+  template <class T>
+  std::size_t encode_on(call_state<T>& c, int k, std::byte* out, cudaStream_t s) {
+    const std::size_t values = c.layout.size(k);
+    if constexpr (Codec::fixed_size) {
+      codec_.encode(chunk(c, k), values, out, static_cast<std::uint64_t*>(nullptr), s);
+      return Codec::template max_wire_bytes<T>(values);
+    } else {
+      codec_.encode(chunk(c, k), values, out, message_size_.device_data(), s);
+      SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+      const std::uint64_t bytes = message_size_[0];
+      SQUEEZE_EXPECTS(bytes <= Codec::template max_wire_bytes<T>(values),
+                      std::string{"coll::allreducer: codec "} + Codec::name() + " wrote " +
+                          std::to_string(bytes) + " bytes, more than its bound");
+      return static_cast<std::size_t>(bytes);
+    }
+  }
+
+  template <class T>
+  void round_trip(call_state<T>& c, int k, int slot_index) {
+    if constexpr (!Codec::lossless) {
+      codec_.decode(slot(slot_index), slot_sizes_[static_cast<std::size_t>(slot_index)],
+                    c.layout.size(k), chunk(c, k), c.stream);
+    }
+  }
+
+  // The size of the message this step receives: known for fixed-size codecs, told by the
+  // sender otherwise.
+  template <class T>
+  std::size_t incoming_bytes(call_state<T>& c, const step_plan& p, std::size_t send_bytes) {
+    if constexpr (Codec::fixed_size) {
+      static_cast<void>(send_bytes);
+      return p.receives() ? Codec::template max_wire_bytes<T>(c.layout.size(p.recv_chunk)) : 0;
+    } else {
+      if (!p.sends() && !p.receives()) return 0;
+      const std::uint64_t told = transport_->exchange_size(
+          send_bytes, p.sends() ? p.send_peer : -1, p.receives() ? p.recv_peer : -1, c.stream);
+      if (!p.receives()) return 0;
+      const std::size_t bound = Codec::template max_wire_bytes<T>(c.layout.size(p.recv_chunk));
+      if (told > bound) {
+        throw format_error{"coll::allreducer: rank " + std::to_string(p.recv_peer) +
+                           " announced a message of " + std::to_string(told) +
+                           " bytes for " + std::to_string(c.layout.size(p.recv_chunk)) +
+                           " values; codec " + Codec::name() + " never exceeds " +
+                           std::to_string(bound)};
+      }
+      return static_cast<std::size_t>(told);
+    }
+  }
+
+  void fork_side(cudaStream_t stream) {
+    fork_.record(stream);
+    SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(side_, fork_.get()));
+    side_used_ = true;
+  }
+
+  template <class T>
+  void verify(std::size_t count, reduce_op op, const allreduce_options& o, cudaStream_t stream) {
+    const std::uint64_t desc = sizeof(T) | std::uint64_t(op) << 8 |
+                               std::uint64_t(o.algorithm) << 16 |
+                               std::uint64_t(o.collective) << 24;
+    const std::array<std::uint64_t, 3> mine{count, desc, detail::name_hash(Codec::name())};
+    // The maximum of each value and of its complement: all equal iff every rank agrees.
+    std::array<std::uint64_t, 6> all{};
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      all[i] = mine[i];
+      all[mine.size() + i] = ~mine[i];
+    }
+    transport_->max_all(all, stream);
+    bool same = true;
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      same = same && all[i] == mine[i] && all[mine.size() + i] == ~mine[i];
+    }
+    if (!same) {
+      throw invalid_argument{
+          "coll::allreducer: the ranks disagree on the call: rank " +
+          std::to_string(transport_->rank()) + " passed count " + std::to_string(count) + ", " +
+          std::to_string(sizeof(T)) + "-byte values, op " + core::to_string(op) + ", " +
+          name(o.algorithm) + (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
+          " (the largest count passed: " + std::to_string(all[0]) +
+          "); every rank must pass the same"};
+    }
+  }
+
+  Transport* transport_;
+  Codec codec_;
+  core::device_buffer<std::byte> workspace_;
+  std::size_t slot_bytes_ = 0;
+  std::size_t scratch_offset_ = 0;
+  int recv_slot_count_ = 1;
+  std::vector<std::size_t> slot_sizes_;
+  core::pinned_buffer<std::uint64_t> message_size_;
+  core::stream side_;
+  core::event fork_{cudaEventDisableTiming};
+  core::event side_done_{cudaEventDisableTiming};
+  bool side_used_ = false;
+  std::size_t bytes_sent_ = 0;
+};
+
+}  // namespace squeeze::coll
