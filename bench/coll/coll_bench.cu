@@ -355,8 +355,14 @@ int main(int argc, char** argv) {
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};
-      if (o.dbl) run_table<double>("mpi", t, o, s, records);
-      else run_table<float>("mpi", t, o, s, records);
+      const char* name = t.staged() ? "mpi-staged" : "mpi";
+      if (rank == 0) {
+        std::printf("# MPI transport: %s\n", t.staged() ? "device buffers staged through pinned "
+                    "host memory (the library does not say it is CUDA-aware)" : "device buffers "
+                    "handed to a CUDA-aware MPI");
+      }
+      if (o.dbl) run_table<double>(name, t, o, s, records);
+      else run_table<float>(name, t, o, s, records);
     }
     if (rank == 0 && !o.json.empty()) write_json(o, records, codecs);
   } catch (const std::exception& e) {

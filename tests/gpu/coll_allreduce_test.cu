@@ -174,6 +174,36 @@ TEST_P(CollLocal, Frsz2Collective) {
   check_frsz2<16, float>(p, core::reduce_op::min, true);
 }
 
+// Many small slices: the pipelined executor's slice bookkeeping (the default slice of 8 MiB
+// leaves these sizes in one slice).
+TEST_P(CollLocal, SlicedPipeline) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto p = GetParam();
+  for (std::size_t slice : {std::size_t{128}, std::size_t{4096}}) {
+    SCOPED_TRACE("slice_bytes " + std::to_string(slice));
+    const auto in = make_inputs<float>(p.ranks, p.count, data_kind::integers, 41 + p.count);
+    const auto want = host_reduce(in, core::reduce_op::sum);
+    const auto raw = run_local<coll::no_compression>(
+        in, core::reduce_op::sum, {.algorithm = p.algorithm, .slice_bytes = slice}, false);
+    const auto z = run_local<frsz2::wire_codec<32>>(
+        in, core::reduce_op::sum, {.algorithm = p.algorithm, .slice_bytes = slice}, true);
+    const auto normal = make_inputs<double>(p.ranks, p.count, data_kind::normal, 43 + p.count);
+    const auto z16 = run_local<frsz2::wire_codec<16>>(
+        normal, core::reduce_op::sum, {.algorithm = p.algorithm, .slice_bytes = slice}, false);
+    const auto unsliced = run_local<frsz2::wire_codec<16>>(
+        normal, core::reduce_op::sum, {.algorithm = p.algorithm}, false);
+    for (int r = 0; r < p.ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      EXPECT_TRUE(same_bits(raw.results[ri], want)) << "rank " << r;
+      // small integers are exact in frsz2_32 (32 bits for a float)
+      EXPECT_TRUE(same_bits(z.results[ri], want)) << "rank " << r;
+      EXPECT_TRUE(same_bits(z16.results[ri], z16.results[0])) << "rank " << r;
+      // slices start on codec blocks, so slicing changes no bit of the result
+      EXPECT_TRUE(same_bits(z16.results[ri], unsliced.results[ri])) << "rank " << r;
+    }
+  }
+}
+
 TEST_P(CollLocal, Frsz2Naive) {
   SQUEEZE_REQUIRE_GPU();
   const auto p = GetParam();

@@ -20,6 +20,9 @@
 //     next send;
 //   * decoding and reduction are one kernel (codec.decode_reduce) on the stream the
 //     receive completes on: no extra synchronization;
+//   * with NCCL (stream-ordered transports) and fixed-size codecs, each step's chunk moves in
+//     slices (allreduce_options::slice_bytes, up to max_slices) on a stream of its own, so
+//     decoding, reducing and encoding slice s overlaps the transfer of slices s + 1 ...;
 //   * with MPI, the receive is posted before the send waits for its encoding, so encoding
 //     overlaps the receive (transport.hpp).
 // Lossy codecs keep every rank's result identical: values a rank keeps and also sends are
@@ -68,7 +71,14 @@ struct allreduce_options {
   /// (one small allreduce and a host synchronization per call). Without it, mismatched
   /// calls hang or corrupt memory, as with plain NCCL or MPI.
   bool verify = true;
+  /// Stream-ordered transports (NCCL) with fixed-size codecs: each step's chunk moves in
+  /// slices of about this many bytes of values (at most max_slices), so the codec's kernels
+  /// for one slice overlap the transfer of the next. Every rank must pass the same value.
+  std::size_t slice_bytes = std::size_t{8} << 20;
 };
+
+/// The most slices a chunk is cut into (each slice is one group of sends and receives).
+inline constexpr int max_slices = 8;
 
 namespace detail {
 
@@ -147,9 +157,13 @@ class allreducer {
     call_state<T> c{recv, count, op, stream, options,
                     chunk_layout{count, chunks(options.algorithm, n), Codec::granule}};
     prepare(c);
-    const int total = steps(options.algorithm, n);
-    for (int s = 0; s < total; ++s) {
-      run_step(c, schedule_step(options.algorithm, transport_->rank(), n, s), s);
+    if (pipelined(c)) {
+      run_pipelined(c);
+    } else {
+      const int total = steps(options.algorithm, n);
+      for (int s = 0; s < total; ++s) {
+        run_step(c, schedule_step(options.algorithm, transport_->rank(), n, s), s);
+      }
     }
     if (side_used_) {  // the allgather's decodes
       side_done_.record(side_);
@@ -180,6 +194,20 @@ class allreducer {
     chunk_layout layout;
   };
 
+  // The pipelined executor runs where every transfer is stream-ordered and message sizes
+  // are known in advance; the step-by-step one everywhere else (MPI, variable sizes, the
+  // naive variant).
+  template <class T>
+  [[nodiscard]] static bool pipelined(const call_state<T>& c) noexcept {
+    if constexpr (!Transport::stream_ordered) {
+      return false;
+    } else if constexpr (identity) {
+      return true;
+    } else {
+      return Codec::fixed_size && c.options.collective;
+    }
+  }
+
   // ---- workspace ---------------------------------------------------------------------
   // Ring, collective: slot c holds chunk c's message (received, then re-encoded in place for
   // the next send, then in the allgather the received message that is forwarded).
@@ -190,13 +218,26 @@ class allreducer {
   void prepare(call_state<T>& c) {
     const bool ring_slots = c.options.algorithm == algorithm::ring && c.options.collective;
     const int recv_slots = Transport::stream_ordered ? 1 : 2;
+    // Slices (pipelined executor): a multiple of the granule each, at most max_slices.
+    slices_ = 1;
+    slice_values_ = c.layout.per_chunk;
+    if (pipelined(c)) {
+      const std::size_t bytes = c.layout.per_chunk * sizeof(T);
+      const std::size_t want = std::max<std::size_t>(c.options.slice_bytes, 1);
+      slices_ = static_cast<int>(
+          std::clamp<std::size_t>((bytes + want - 1) / want, 1, max_slices));
+      slice_values_ = chunk_layout{c.layout.per_chunk, slices_, Codec::granule}.per_chunk;
+    }
     std::size_t per_slot = 0;
     int slots_needed = 0;
     if constexpr (identity) {
       per_slot = detail::align16(c.layout.per_chunk * sizeof(T));
       slots_needed = recv_slots;
     } else {
-      per_slot = detail::align16(Codec::template max_wire_bytes<T>(c.layout.per_chunk));
+      slice_message_bytes_ = detail::align16(Codec::template max_wire_bytes<T>(slice_values_));
+      per_slot = pipelined(c)
+                     ? slice_message_bytes_ * static_cast<std::size_t>(slices_)
+                     : detail::align16(Codec::template max_wire_bytes<T>(c.layout.per_chunk));
       slots_needed = ring_slots ? c.layout.parts : 1 + recv_slots;
     }
     slot_bytes_ = per_slot;
@@ -221,6 +262,154 @@ class allreducer {
   template <class T>
   [[nodiscard]] T* scratch() const noexcept {
     return reinterpret_cast<T*>(workspace_.data() + scratch_offset_);
+  }
+
+  // ---- the pipelined executor (stream-ordered transports, fixed-size messages) -----------
+  // Transfers run on a stream of their own (comm_), codec and reduction kernels on the
+  // caller's stream, slice by slice: slice s of step i is sent once its encoding is done
+  // (event ready(i, s)), and decoded, reduced and encoded for step i + 1 once it has arrived
+  // (event arrived(i, s)), while slices s + 1 ... of step i are still on the wire. The next
+  // message of slice s depends only on slice s of this step's receive: in the ring the chunk
+  // received is the chunk sent next, in recursive doubling the whole buffer is.
+  template <class T>
+  void run_pipelined(call_state<T>& c) {
+    const int n = transport_->size(), rank = transport_->rank();
+    const int total = steps(c.options.algorithm, n);
+    const int S = slices_;
+    ensure_events(static_cast<std::size_t>(total + 1) * static_cast<std::size_t>(S));
+    fork_.record(c.stream);  // transfers start after everything before the call
+    SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, fork_.get()));
+    step_plan p = schedule_step(c.options.algorithm, rank, n, 0);
+    for (int s = 0; s < S; ++s) {
+      prepare_slice(c, p, s);
+      ready(0, s).record(c.stream);
+    }
+    for (int i = 0; i < total; ++i) {
+      const step_plan next =
+          i + 1 < total ? schedule_step(c.options.algorithm, rank, n, i + 1) : step_plan{};
+      for (int s = 0; s < S; ++s) {
+        SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, ready(i, s).get()));
+        transport_->begin(comm_);
+        if (p.receives()) {
+          transport_->recv(incoming(c, p, s), slice_message_size(c, p.recv_chunk, s), p.recv_peer);
+        }
+        if (p.sends()) {
+          const std::size_t bytes = slice_message_size(c, p.send_chunk, s);
+          transport_->send(outgoing(c, p, s), bytes, p.send_peer);
+          bytes_sent_ += bytes;
+        }
+        transport_->end();
+        arrived(i, s).record(comm_);
+        SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(c.stream, arrived(i, s).get()));
+        consume_slice(c, p, s);
+        prepare_slice(c, next, s);
+        ready(i + 1, s).record(c.stream);
+      }
+      p = next;
+    }
+  }
+
+  // Slice s of chunk k: values [first, first + size) of the chunk.
+  template <class T>
+  [[nodiscard]] std::size_t slice_first(const call_state<T>& c, int k, int s) const noexcept {
+    return std::min(static_cast<std::size_t>(s) * slice_values_, c.layout.size(k));
+  }
+  template <class T>
+  [[nodiscard]] std::size_t slice_size(const call_state<T>& c, int k, int s) const noexcept {
+    return slice_first(c, k, s + 1) - slice_first(c, k, s);
+  }
+  template <class T>
+  [[nodiscard]] T* slice_values(call_state<T>& c, int k, int s) const noexcept {
+    return chunk(c, k) + slice_first(c, k, s);
+  }
+  template <class T>
+  [[nodiscard]] std::size_t slice_message_size(const call_state<T>& c, int k,
+                                               int s) const noexcept {
+    if constexpr (identity) {
+      return slice_size(c, k, s) * sizeof(T);
+    } else {
+      return Codec::template max_wire_bytes<T>(slice_size(c, k, s));
+    }
+  }
+  // Where slice s of a step's messages live: the ring keeps chunk k's message in slot k,
+  // recursive doubling sends from slot 0 and receives into slot 1. The raw codec sends from
+  // the buffer, receives replaced values into it and reduced ones into slot 0.
+  [[nodiscard]] std::byte* message(int slot_index, int s) const noexcept {
+    return slot(slot_index) + static_cast<std::size_t>(s) * slice_message_bytes_;
+  }
+  template <class T>
+  [[nodiscard]] void* outgoing(call_state<T>& c, const step_plan& p, int s) const noexcept {
+    if constexpr (identity) {
+      return slice_values(c, p.send_chunk, s);
+    } else {
+      return message(c.options.algorithm == algorithm::ring ? p.send_chunk : 0, s);
+    }
+  }
+  template <class T>
+  [[nodiscard]] void* incoming(call_state<T>& c, const step_plan& p, int s) const noexcept {
+    if constexpr (identity) {
+      if (p.recv == on_receive::replace) return slice_values(c, p.recv_chunk, s);
+      return reinterpret_cast<T*>(slot(0)) + slice_first(c, p.recv_chunk, s);
+    } else {
+      return message(c.options.algorithm == algorithm::ring ? p.recv_chunk : 1, s);
+    }
+  }
+
+  // What arrived in slice s: reduced or decoded into the buffer.
+  template <class T>
+  void consume_slice(call_state<T>& c, const step_plan& p, int s) {
+    if (!p.receives()) return;
+    const std::size_t values = slice_size(c, p.recv_chunk, s);
+    T* into = slice_values(c, p.recv_chunk, s);
+    if constexpr (identity) {
+      if (p.recv == on_receive::reduce) {
+        detail::launch_reduce(into, static_cast<const T*>(incoming(c, p, s)), values, c.op,
+                              c.stream);
+      }
+    } else {
+      const auto* in = static_cast<const std::byte*>(incoming(c, p, s));
+      const std::size_t bytes = Codec::template max_wire_bytes<T>(values);
+      if (p.recv == on_receive::reduce) {
+        codec_.decode_reduce(in, bytes, values, into, c.op, c.stream);
+      } else {
+        codec_.decode(in, bytes, values, into, c.stream);
+      }
+    }
+  }
+
+  // Slice s of the message step p sends from local values, and the round trip that keeps
+  // the rank's values equal to what its peers decode.
+  template <class T>
+  void prepare_slice(call_state<T>& c, const step_plan& p, int s) {
+    if constexpr (!identity) {
+      if (p.send != send_source::local && !p.round_trip) return;
+      const int k = p.send == send_source::local ? p.send_chunk : p.round_trip_chunk;
+      const std::size_t values = slice_size(c, k, s);
+      std::byte* out = p.send == send_source::local
+                           ? static_cast<std::byte*>(outgoing(c, p, s))
+                           : message(0, s);  // a round trip without a send
+      codec_.encode(slice_values(c, k, s), values, out, static_cast<std::uint64_t*>(nullptr),
+                    c.stream);
+      if (p.round_trip && !Codec::lossless) {
+        codec_.decode(out, Codec::template max_wire_bytes<T>(values), values,
+                      slice_values(c, k, s), c.stream);
+      }
+    } else {
+      static_cast<void>(c), static_cast<void>(p), static_cast<void>(s);
+    }
+  }
+
+  void ensure_events(std::size_t per_kind) {
+    while (ready_.size() < per_kind) {
+      ready_.emplace_back(cudaEventDisableTiming);
+      arrived_.emplace_back(cudaEventDisableTiming);
+    }
+  }
+  core::event& ready(int step, int s) {
+    return ready_[static_cast<std::size_t>(step * slices_ + s)];
+  }
+  core::event& arrived(int step, int s) {
+    return arrived_[static_cast<std::size_t>(step * slices_ + s)];
   }
 
   // ---- one step ----------------------------------------------------------------------
@@ -431,6 +620,11 @@ class allreducer {
   std::vector<std::size_t> slot_sizes_;
   core::pinned_buffer<std::uint64_t> message_size_;
   core::stream side_;
+  core::stream comm_;  // the pipelined executor's transfers
+  std::vector<core::event> ready_, arrived_;
+  int slices_ = 1;
+  std::size_t slice_values_ = 0;
+  std::size_t slice_message_bytes_ = 0;
   core::event fork_{cudaEventDisableTiming};
   core::event side_done_{cudaEventDisableTiming};
   bool side_used_ = false;
