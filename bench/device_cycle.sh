@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
-#                         [coll-build] [coll-test] [coll-bench]
+#                         [coll-build] [coll-test] [coll-bench] [ibp-wire]
 # The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
 # when absent).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
@@ -61,6 +61,11 @@ for stage in "${stages[@]}"; do
         --output-on-failure -j 2
       run coll.log compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$build/tests/squeeze_coll_gpu_tests" --gtest_filter='*N3_n100003_ring*:*N5_n1000_recursive*:CollWireCodec.*' ;;
+    ibp-wire)  # IBP's wire codec (coll's lossless codec): its GPU tests, then under memcheck
+      run ibp_wire.log cmake --build --preset bench -j 16 --target squeeze_gpu_tests
+      run ibp_wire.log "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*'
+      run ibp_wire.log compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*' ;;
     coll-bench)
       export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
       ngpu=$(nvidia-smi -L | wc -l)

@@ -1,6 +1,6 @@
 // bench/coll/coll_bench.cu: the OSU-style allreduce latency table, with nccl-tests' algbw
 // and busbw, for squeeze's ring and recursive doubling (raw, FRSZ2 on the wire at l = 8 and
-// 16, the naive point-to-point variant) and the selector, against the transport's own
+// 16, IBP lossless, the naive point-to-point variant) and the selector, against the transport's own
 // allreduce (ncclAllReduce, MPI_Allreduce) in the same run. One process per GPU:
 //
 //   mpiexec -n 2 squeeze_bench_coll [--min-bytes 524288] [--max-bytes 536870912]
@@ -40,6 +40,7 @@
 #include "squeeze/core/device.hpp"
 #include "squeeze/core/timer.hpp"
 #include "squeeze/frsz2/wire.cuh"
+#include "squeeze/ibp/wire.cuh"
 
 namespace coll = squeeze::coll;
 namespace core = squeeze::core;
@@ -140,7 +141,12 @@ std::vector<variant> variants(Transport& t) {
   auto raw = std::make_shared<coll::allreducer<Transport>>(t);
   auto c16 = std::make_shared<coll::allreducer<Transport, f16>>(t);
   auto c8 = std::make_shared<coll::allreducer<Transport, f8>>(t);
+  auto cibp = std::make_shared<coll::allreducer<Transport, squeeze::ibp::wire_codec>>(t);
   auto sel = std::make_shared<coll::selector<Transport, f16>>(t);
+  // Like ncclAllReduce, without the per-call check of the arguments (its small allreduce and
+  // host synchronization): the like-for-like comparison with the native allreduce.
+  auto sel_nv = std::make_shared<coll::selector<Transport, f16>>(
+      t, f16{}, coll::selector_options{.verify = false});
   const auto sum = coll::reduce_op::sum;
   auto cast = [](const void* p) { return static_cast<const T*>(p); };
   auto out = [](void* p) { return static_cast<T*>(p); };
@@ -163,6 +169,8 @@ std::vector<variant> variants(Transport& t) {
   add("ring+frsz2_8", l8, c8, {.algorithm = A::ring});
   add("rd+frsz2_16", l16, c16, {.algorithm = A::recursive_doubling});
   add("rd+frsz2_8", l8, c8, {.algorithm = A::recursive_doubling});
+  add("ring+ibp", 0, cibp, {.algorithm = A::ring});
+  add("rd+ibp", 0, cibp, {.algorithm = A::recursive_doubling});
   add("ring+frsz2_16 p2p", l16, c16, {.algorithm = A::ring, .collective = false});
   add("rd+frsz2_16 p2p", l16, c16, {.algorithm = A::recursive_doubling, .collective = false});
   v.push_back({"selector(frsz2_16)", l16,
@@ -171,6 +179,16 @@ std::vector<variant> variants(Transport& t) {
                  (*sel)(cast(s), out(r), n, sum, st);
                },
                [sel] { return std::string{coll::name(sel->last_choice())}; }});
+  v.push_back({"selector no-verify", l16,
+               [sel, sel_nv, cast, out, sum](const void* s, void* r, std::size_t n,
+                                             cudaStream_t st) {
+                 if (!sel_nv->calibrated()) {  // the same link: the same table
+                   if (!sel->calibrated()) sel->template calibrate<T>(st);
+                   sel_nv->set_measurements(sel->measurements());
+                 }
+                 (*sel_nv)(cast(s), out(r), n, sum, st);
+               },
+               [sel_nv] { return std::string{coll::name(sel_nv->last_choice())}; }});
   return v;
 }
 
@@ -324,6 +342,7 @@ int main(int argc, char** argv) {
       codecs.push_back(study::study_codec<frsz2::wire_codec<32>, float>(n, 10, s));
       codecs.push_back(study::study_codec<frsz2::wire_codec<16>, double>(n / 2, 10, s));
       codecs.push_back(study::study_codec<frsz2::wire_codec<32>, double>(n / 2, 10, s));
+      codecs.push_back(study::study_codec<squeeze::ibp::wire_codec, float>(n, 10, s));
       const auto copy = core::time_region(s, {.warmup = 2, .repeats = 10}, [&] {
         static core::device_buffer<float> a{n}, b{n};
         SQUEEZE_CUDA_TRY(cudaMemcpyAsync(b.data(), a.data(), n * 4, cudaMemcpyDeviceToDevice, s));

@@ -22,6 +22,7 @@
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/timer.hpp"
 #include "squeeze/frsz2/wire.cuh"
+#include "squeeze/ibp/wire.cuh"
 #if defined(SQUEEZE_HAVE_NCCL)
 #include "squeeze/coll/nccl.hpp"
 #endif
@@ -116,21 +117,27 @@ template <class Codec, class T>
 codec_rates study_codec(std::size_t n, int repeats, cudaStream_t s) {
   Codec codec;
   core::device_buffer<T> x{n}, y{n};
-  const std::size_t bytes = Codec::template max_wire_bytes<T>(n);
-  core::device_buffer<std::byte> wire{bytes};
+  const std::size_t bound = Codec::template max_wire_bytes<T>(n);
+  core::device_buffer<std::byte> wire{bound};
+  core::device_buffer<std::uint64_t> size{1};  // a variable-size codec's message length
   fill_normal(x.data(), n, 7, 1e-2, s);
   fill_normal(y.data(), n, 8, 1e-2, s);
   auto time = [&](auto&& work) {
-    work();  // warm-up
-    auto st = core::time_region(s, {.warmup = 2, .repeats = repeats}, work);
-    return st.median_ms;
+    return core::time_region(s, {.warmup = 2, .repeats = repeats}, work).median_ms;
   };
   const double raw = static_cast<double>(n * sizeof(T));
   codec_rates r;
   r.codec = Codec::name();
   r.type = sizeof(T) == 4 ? "float" : "double";
+  r.encode_gbs = raw / (time([&] { codec.encode(x.data(), n, wire.data(), size.data(), s); }) * 1e6);
+  std::size_t bytes = bound;
+  if constexpr (!Codec::fixed_size) {
+    std::uint64_t host = 0;
+    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&host, size.data(), 8, cudaMemcpyDeviceToHost, s));
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+    bytes = static_cast<std::size_t>(host);
+  }
   r.ratio = static_cast<double>(bytes) / raw;
-  r.encode_gbs = raw / (time([&] { codec.encode(x.data(), n, wire.data(), nullptr, s); }) * 1e6);
   r.decode_gbs = raw / (time([&] { codec.decode(wire.data(), bytes, n, y.data(), s); }) * 1e6);
   r.decode_reduce_gbs =
       raw / (time([&] {

@@ -27,7 +27,6 @@
 // package ships them gzip-compressed in /usr/share/datasets/fashion-mnist/: decompress a
 // copy with `gunzip -k` and pass that directory.
 #include <squeeze/core.hpp>
-#include <squeeze/io/idx.hpp>
 #include <squeeze/roast/gemm.cuh>
 #include <squeeze/roast/mapping.hpp>
 
@@ -40,200 +39,21 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <numbers>
-#include <optional>
-#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/mlp.cuh"
 
 namespace core = squeeze::core;
-namespace io = squeeze::io;
 namespace roast = squeeze::roast;
 
 namespace roast_train {
 
-// ---- the model's shape ------------------------------------------------------------------
-
-constexpr int image_side = 28;
-constexpr int classes = 10;
-/// Layer widths: input, two hidden layers, logits. Layer l maps widths[l] -> widths[l + 1].
-constexpr std::array<std::uint64_t, 4> widths{image_side * image_side, 512, 256, classes};
-constexpr std::size_t layers = widths.size() - 1;
-constexpr int block = 256;  // threads per block of the example's own kernels
-
-constexpr std::uint64_t dense_weight_count() {
-  std::uint64_t n = 0;
-  for (std::size_t l = 0; l < layers; ++l) n += widths[l] * widths[l + 1];
-  return n;
-}
-constexpr std::uint64_t bias_count() {
-  std::uint64_t n = 0;
-  for (std::size_t l = 0; l < layers; ++l) n += widths[l + 1];
-  return n;
-}
-
-// ---- kernels ------------------------------------------------------------------------------
-
-/// x[i][j] = (images[row(i)][j] / 255 - mean) * inv_std and y[i] = labels[row(i)], where
-/// row(i) = order[start + i] (or start + i without an order). x: [batch, pixels] row-major.
-SQUEEZE_KERNEL(block)
-void gather_batch(const std::uint8_t* images, const std::uint8_t* labels, const int* order,
-                  std::uint64_t start, std::uint64_t batch, std::uint64_t pixels, float mean,
-                  float inv_std, float* x, int* y) {
-  const std::uint64_t total = batch * pixels;
-  for (std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; e < total;
-       e += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint64_t i = e / pixels;
-    const std::uint64_t j = e % pixels;
-    const std::uint64_t row =
-        order != nullptr ? static_cast<std::uint64_t>(order[start + i]) : start + i;
-    x[e] = (static_cast<float>(images[row * pixels + j]) * (1.0f / 255.0f) - mean) * inv_std;
-    if (j == 0) y[i] = labels[row];
-  }
-}
-
-/// y[i][j] += bias[j], then ReLU when asked. y: [batch, n] row-major.
-SQUEEZE_KERNEL(block)
-void add_bias(float* y, const float* bias, std::uint64_t batch, std::uint64_t n, bool relu) {
-  const std::uint64_t total = batch * n;
-  for (std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; e < total;
-       e += std::uint64_t{gridDim.x} * blockDim.x) {
-    const float v = y[e] + bias[e % n];
-    y[e] = relu ? fmaxf(v, 0.0f) : v;
-  }
-}
-
-/// dx[e] = 0 where the layer's ReLU output x[e] was 0 (the ReLU was closed there).
-SQUEEZE_KERNEL(block)
-void relu_backward(float* dx, const float* x, std::uint64_t count) {
-  for (std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; e < count;
-       e += std::uint64_t{gridDim.x} * blockDim.x) {
-    if (!(x[e] > 0.0f)) dx[e] = 0.0f;
-  }
-}
-
-/// db[j] = sum over rows of dy[i][j]: one thread per column. dy: [batch, n] row-major.
-SQUEEZE_KERNEL(block)
-void bias_gradient(const float* dy, std::uint64_t batch, std::uint64_t n, float* db) {
-  const std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (j >= n) return;
-  float sum = 0.0f;
-  for (std::uint64_t i = 0; i < batch; ++i) sum += dy[i * n + j];
-  db[j] = sum;
-}
-
-/// Softmax cross-entropy, one warp per row (classes <= 32): adds the row's loss to
-/// `loss_sum` and writes dlogits = (softmax - onehot) / batch. logits: [batch, classes].
-SQUEEZE_KERNEL(block)
-void softmax_cross_entropy(const float* logits, const int* labels, std::uint64_t batch,
-                           float inv_batch, float* dlogits, double* loss_sum) {
-  static_assert(classes <= 32, "one warp per row: a lane per class");
-  const std::uint64_t row = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  if (row >= batch) return;  // whole warps leave together
-  const float* z = logits + row * classes;
-  const float v = lane < classes ? z[lane] : -INFINITY;
-  float max = v;
-  for (int d = 16; d > 0; d /= 2) max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, d));
-  const float e = lane < classes ? __expf(v - max) : 0.0f;
-  float sum = e;
-  for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-  const int label = labels[row];
-  if (lane < classes) {
-    dlogits[row * classes + lane] = (e / sum - (lane == label ? 1.0f : 0.0f)) * inv_batch;
-  }
-  if (lane == label) atomicAdd(loss_sum, static_cast<double>(logf(sum) - (v - max)));
-}
-
-/// Adds to `correct` the rows whose largest logit is the label's. One thread per row.
-SQUEEZE_KERNEL(block)
-void count_correct(const float* logits, const int* labels, std::uint64_t batch, unsigned* correct) {
-  const std::uint64_t row = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (row >= batch) return;
-  const float* z = logits + row * classes;
-  int best = 0;
-  for (int c = 1; c < classes; ++c) {
-    if (z[c] > z[best]) best = c;
-  }
-  if (best == labels[row]) atomicAdd(correct, 1u);
-}
-
-/// One Adam step over every parameter (PyTorch's form): m and v are the moment estimates,
-/// c1 = 1 / (1 - beta1^t), c2 = 1 / (1 - beta2^t).
-SQUEEZE_KERNEL(block)
-void adam_step(float* p, const float* g, float* m, float* v, std::uint64_t count, float lr,
-               float beta1, float beta2, float eps, float c1, float c2) {
-  for (std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; e < count;
-       e += std::uint64_t{gridDim.x} * blockDim.x) {
-    const float grad = g[e];
-    const float m1 = beta1 * m[e] + (1.0f - beta1) * grad;
-    const float v1 = beta2 * v[e] + (1.0f - beta2) * grad * grad;
-    m[e] = m1;
-    v[e] = v1;
-    p[e] -= lr * (m1 * c1) / (sqrtf(v1 * c2) + eps);
-  }
-}
-
-/// Blocks for a grid-stride loop over `count` elements.
-unsigned blocks_for(std::uint64_t count) {
-  const std::uint64_t b = (count + block - 1) / block;
-  return static_cast<unsigned>(std::clamp<std::uint64_t>(b, 1, 4096));
-}
-
-/// Blocks for one thread per item (kernels without a grid-stride loop).
-unsigned blocks_covering(std::uint64_t threads) {
-  return static_cast<unsigned>(std::max<std::uint64_t>((threads + block - 1) / block, 1));
-}
-
-// ---- cuBLAS -------------------------------------------------------------------------------
-
-void cublas_check(cublasStatus_t status, const char* call,
-                  const std::source_location& where = std::source_location::current()) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw squeeze::error{std::string{call} + " failed: " + cublasGetStatusName(status) + " (" +
-                           cublasGetStatusString(status) + ")",
-                       where};
-}
-
-/// An owned cuBLAS handle bound to one stream.
-class cublas_handle {
- public:
-  explicit cublas_handle(cudaStream_t stream) {
-    cublas_check(cublasCreate(&handle_), "cublasCreate");
-    try {
-      cublas_check(cublasSetStream(handle_, stream), "cublasSetStream");
-    } catch (...) {
-      static_cast<void>(cublasDestroy(handle_));
-      throw;
-    }
-  }
-  cublas_handle(const cublas_handle&) = delete;
-  cublas_handle& operator=(const cublas_handle&) = delete;
-  ~cublas_handle() { static_cast<void>(cublasDestroy(handle_)); }
-  [[nodiscard]] cublasHandle_t get() const noexcept { return handle_; }
-
- private:
-  cublasHandle_t handle_{nullptr};
-};
-
-/// C = op(A) . op(B) in cuBLAS's column-major terms (C is m x n), fp32 operands and output.
-void gemm(cublasHandle_t handle, cublasComputeType_t compute, cublasOperation_t ta,
-          cublasOperation_t tb, std::uint64_t m, std::uint64_t n, std::uint64_t k, const float* a,
-          std::uint64_t lda, const float* b, std::uint64_t ldb, float* c, std::uint64_t ldc) {
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  const auto i = [](std::uint64_t v) { return static_cast<int>(v); };
-  cublas_check(
-      cublasGemmEx(handle, ta, tb, i(m), i(n), i(k), &one, a, CUDA_R_32F, i(lda), b, CUDA_R_32F,
-                   i(ldb), &zero, c, CUDA_R_32F, i(ldc), compute, CUBLAS_GEMM_DEFAULT),
-      "cublasGemmEx");
-}
+// The MLP's shape, kernels, dense layers, data and Adam: common/mlp.cuh.
+using namespace squeeze_examples;
 
 // ---- command line -------------------------------------------------------------------------
 
@@ -254,11 +74,6 @@ constexpr const char* usage =
 
 using squeeze_examples::parse_number;
 using squeeze_examples::usage_error;
-
-/// The data set is not where --data says: reported with advice, exit status 1.
-struct missing_data {
-  std::string message;
-};
 
 struct arguments {
   std::string data = "/usr/share/datasets/fashion-mnist";
@@ -339,160 +154,18 @@ arguments parse(int argc, char** argv) {
   return args;
 }
 
-// ---- data ---------------------------------------------------------------------------------
-
-struct split {
-  std::vector<std::uint8_t> images;  // [count, 784]
-  std::vector<std::uint8_t> labels;  // [count]
-  std::uint64_t count = 0;
-};
-
-struct dataset {
-  split train;
-  split test;
-  float mean = 0;  // of the training pixels, scaled to [0, 1]
-  float stddev = 1;
-};
-
-/// The path of IDX file `stem` ("train-images-idx3-ubyte") in `dir`, also accepting
-/// MNIST's spelling with a dot ("train-images.idx3-ubyte"); nullopt when neither exists.
-std::optional<std::filesystem::path> find_idx(const std::filesystem::path& dir,
-                                              const std::string& stem) {
-  std::string dotted = stem;
-  dotted[dotted.rfind('-', dotted.rfind('-') - 1)] = '.';
-  for (const std::string& name : {stem, dotted}) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
-  }
-  return std::nullopt;
-}
-
-split read_split(const std::filesystem::path& images_path,
-                 const std::filesystem::path& labels_path) {
-  const io::idx_array images = io::read_idx(images_path.string());
-  const io::idx_array labels = io::read_idx(labels_path.string());
-  if (images.type != 0x08 || images.dims.size() != 3 || images.dims[1] != image_side ||
-      images.dims[2] != image_side) {
-    throw squeeze::format_error{"'" + images_path.string() +
-                                "' does not hold 28 x 28 uint8 images"};
-  }
-  if (labels.type != 0x08 || labels.dims.size() != 1) {
-    throw squeeze::format_error{"'" + labels_path.string() + "' does not hold uint8 labels"};
-  }
-  if (labels.dims[0] != images.dims[0] || images.dims[0] == 0) {
-    throw squeeze::format_error{
-        "'" + images_path.string() + "' holds " + std::to_string(images.dims[0]) + " images but '" +
-        labels_path.string() + "' " + std::to_string(labels.dims[0]) + " labels"};
-  }
-  split s;
-  s.count = images.dims[0];
-  s.images.resize(images.data.size());
-  std::transform(images.data.begin(), images.data.end(), s.images.begin(),
-                 [](std::byte b) { return std::to_integer<std::uint8_t>(b); });
-  s.labels.resize(labels.data.size());
-  std::transform(labels.data.begin(), labels.data.end(), s.labels.begin(),
-                 [](std::byte b) { return std::to_integer<std::uint8_t>(b); });
-  for (const std::uint8_t label : s.labels) {
-    if (label >= classes) {
-      throw squeeze::format_error{"'" + labels_path.string() + "' holds the label " +
-                                  std::to_string(label) + "; Fashion-MNIST has 10 classes"};
-    }
-  }
-  return s;
-}
-
-dataset load_dataset(const std::string& dir_name) {
-  const std::filesystem::path dir{dir_name};
-  const std::array<std::string, 4> stems{"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-  std::array<std::filesystem::path, 4> paths;
-  std::string missing;
-  bool gzipped = false;
-  for (std::size_t i = 0; i < stems.size(); ++i) {
-    if (const auto p = find_idx(dir, stems[i])) {
-      paths[i] = *p;
-      continue;
-    }
-    missing += (missing.empty() ? "" : ", ") + stems[i];
-    std::error_code ec;
-    gzipped = gzipped || std::filesystem::exists(dir / (stems[i] + ".gz"), ec);
-  }
-  if (!missing.empty()) {
-    std::error_code ec;
-    std::string why;
-    if (!std::filesystem::is_directory(dir, ec)) {
-      why = "'" + dir_name + "' is not a directory.\n";
-    } else if (gzipped) {
-      why = "'" + dir_name +
-            "' holds them gzip-compressed (*.gz); the IDX reader takes them uncompressed.\n";
-    }
-    throw missing_data{
-        "Fashion-MNIST not found: '" + dir_name + "' lacks " + missing + ".\n" + why +
-        "--data DIR must name a directory holding the four uncompressed IDX files. The Debian\n"
-        "package ships them gzip-compressed in /usr/share/datasets/fashion-mnist/; decompress a\n"
-        "copy with gunzip -k:\n"
-        "  mkdir -p ~/fashion-mnist\n"
-        "  cp /usr/share/datasets/fashion-mnist/*-ubyte.gz ~/fashion-mnist/\n"
-        "  gunzip -k ~/fashion-mnist/*-ubyte.gz\n"
-        "  roast_train --data ~/fashion-mnist\n"
-        "(or, with write access there: gunzip -k /usr/share/datasets/fashion-mnist/*-ubyte.gz)"};
-  }
-  dataset d;
-  d.train = read_split(paths[0], paths[1]);
-  d.test = read_split(paths[2], paths[3]);
-  double sum = 0;
-  double squares = 0;
-  for (const std::uint8_t p : d.train.images) {
-    const double v = p / 255.0;
-    sum += v;
-    squares += v * v;
-  }
-  const auto n = static_cast<double>(d.train.images.size());
-  const double mean = sum / n;
-  d.mean = static_cast<float>(mean);
-  d.stddev = static_cast<float>(std::sqrt(std::max(squares / n - mean * mean, 1e-12)));
-  return d;
-}
-
-// ---- random numbers (splitmix64: the same sequence on every platform) -----------------------
-
-struct splitmix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [-r, r).
-  float uniform(double r) {
-    return static_cast<float>((static_cast<double>(next() >> 11) * 0x1p-53 * 2.0 - 1.0) * r);
-  }
-};
-
-/// A seed for one purpose (`stream`) from the user's seed.
-std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
-  return splitmix64{seed ^ (0x6a09e667f3bcc909ull * (stream + 1))}.next();
-}
-
-constexpr std::uint64_t init_stream = 1;
-constexpr std::uint64_t order_stream = 2;
-constexpr std::uint64_t hash_stream = 100;  // + layer
-
 // ---- models -------------------------------------------------------------------------------
 
-/// One MLP: its parameters, their gradients and Adam's moments, each one flat device array.
-/// Dense: [W1 | W2 | W3 | b1 | b2 | b3]; ROAST: [M | b1 | b2 | b3] (M first: 16-byte
-/// aligned, as ROAST-MM needs). Segments start on 64-value boundaries; the padding stays 0.
-struct model {
+constexpr std::uint64_t hash_stream = 100;  // + layer
+
+/// One MLP: its flat arrays (mlp_params). Dense: [W1 | W2 | W3 | b1 | b2 | b3]; ROAST:
+/// [M | b1 | b2 | b3] (M first: 16-byte aligned, as ROAST-MM needs). Segments start on
+/// 64-value boundaries; the padding stays 0.
+struct model : mlp_params {
   std::string name;
   bool roast = false;
-  std::uint64_t stored_weights = 0;                 // dense weights, or |M|
-  std::array<std::size_t, layers> weight_offset{};  // dense only
-  std::array<std::size_t, layers> bias_offset{};
+  std::uint64_t stored_weights = 0;           // dense weights, or |M|
   std::array<roast::mapping, layers> maps{};  // ROAST only; M at offset 0
-  std::size_t size = 0;                       // values in each flat array, padding included
-  core::device_buffer<float> params, grads, adam_m, adam_v;
 
   [[nodiscard]] std::uint64_t parameters() const { return stored_weights + bias_count(); }
   [[nodiscard]] double compression() const {
@@ -500,45 +173,11 @@ struct model {
   }
 };
 
-constexpr std::size_t round_up(std::size_t n, std::size_t to) {
-  return (n + to - 1) / to * to;
-}
-
-/// Allocates the flat arrays and uploads `init` (the parameters; the rest start at 0).
-void allocate(model& m, const std::vector<float>& init, cudaStream_t stream) {
-  m.params = core::device_buffer<float>{m.size};
-  m.grads = core::device_buffer<float>{m.size};
-  m.adam_m = core::device_buffer<float>{m.size};
-  m.adam_v = core::device_buffer<float>{m.size};
-  m.params.copy_from(std::span<const float>{init}, stream);
-  m.grads.fill_bytes(0, stream);
-  m.adam_m.fill_bytes(0, stream);
-  m.adam_v.fill_bytes(0, stream);
-}
-
 model make_dense(std::uint64_t seed, bool tf32, cudaStream_t stream) {
   model m;
   m.name = tf32 ? "dense (TF32)" : "dense";
   m.stored_weights = dense_weight_count();
-  std::size_t offset = 0;
-  for (std::size_t l = 0; l < layers; ++l) {
-    m.weight_offset[l] = offset;
-    offset += round_up(widths[l] * widths[l + 1], 64);
-  }
-  for (std::size_t l = 0; l < layers; ++l) {
-    m.bias_offset[l] = offset;
-    offset += round_up(widths[l + 1], 64);
-  }
-  m.size = offset;
-  std::vector<float> init(m.size, 0.0f);
-  splitmix64 rng{derive_seed(seed, init_stream)};
-  for (std::size_t l = 0; l < layers; ++l) {
-    const double r = 1.0 / std::sqrt(static_cast<double>(widths[l]));
-    for (std::uint64_t e = 0; e < widths[l] * widths[l + 1]; ++e) {
-      init[m.weight_offset[l] + e] = rng.uniform(r);
-    }
-  }
-  allocate(m, init, stream);
+  init_dense(m, seed, stream);
   return m;
 }
 
@@ -572,127 +211,63 @@ model make_roast(double compression, const arguments& args, cudaStream_t stream)
   return m;
 }
 
-/// Activations and their gradients for up to `capacity` rows: act[0] the input, act[l + 1]
-/// layer l's output (after its ReLU; act[layers] the logits); grad[l] = dLoss / d act[l].
-struct workspace {
-  std::array<core::device_buffer<float>, layers + 1> act;
-  std::array<core::device_buffer<float>, layers + 1> grad;  // grad[0] unused
-  core::device_buffer<int> labels;
-  core::device_buffer<int> order;
-  core::device_buffer<double> loss_sum{1};
-  core::device_buffer<unsigned> correct{1};
+/// The ROAST layers: W_l = lambda_l * M[hash_l], read through the tile hash by ROAST-MM;
+/// the weight gradient accumulates into dM (cleared before the backward pass).
+struct roast_layers {
+  const model& m;
+  cudaStream_t stream;
 
-  workspace(std::uint64_t capacity, std::uint64_t train_count)
-      : labels{capacity}, order{train_count} {
-    for (std::size_t l = 0; l <= layers; ++l) {
-      act[l] = core::device_buffer<float>{capacity * widths[l]};
-      if (l > 0) grad[l] = core::device_buffer<float>{capacity * widths[l]};
-    }
+  void forward(std::size_t l, const float* x, std::uint64_t batch, float* y) const {
+    roast::forward(x, widths[l], m.params.data(), m.maps[l], batch, y, widths[l + 1], stream);
+  }
+  void weight_gradient(std::size_t l, const float* x, const float* dy, std::uint64_t batch) const {
+    roast::backward_memory(x, widths[l], dy, widths[l + 1], m.maps[l], batch, m.grads.data(),
+                           stream);
+  }
+  void input_gradient(std::size_t l, const float* dy, std::uint64_t batch, float* dx) const {
+    roast::backward_input(dy, widths[l + 1], m.params.data(), m.maps[l], batch, dx, widths[l],
+                          stream);
   }
 };
-
-/// The images (uint8, [count, 784]) and labels of one split on the device.
-struct device_split {
-  core::device_buffer<std::uint8_t> images;
-  core::device_buffer<std::uint8_t> labels;
-  std::uint64_t count = 0;
-
-  device_split(const split& s, cudaStream_t stream)
-      : images{s.images.size()}, labels{s.labels.size()}, count{s.count} {
-    images.copy_from(std::span<const std::uint8_t>{s.images}, stream);
-    labels.copy_from(std::span<const std::uint8_t>{s.labels}, stream);
-  }
-};
+static_assert(linear_layers<roast_layers>);
 
 struct trainer {
   const arguments& args;
-  const dataset& data;
   const device_split& train;
   const device_split& test;
   workspace& ws;
   cublasHandle_t cublas;
   cudaStream_t stream;
 
-  void gather(const device_split& s, const int* order, std::uint64_t start, std::uint64_t batch) {
-    const std::uint64_t pixels = widths[0];
-    gather_batch<<<blocks_for(batch * pixels), block, 0, stream>>>(
-        s.images.data(), s.labels.data(), order, start, batch, pixels, data.mean,
-        1.0f / data.stddev, ws.act[0].data(), ws.labels.data());
-    SQUEEZE_CHECK_LAUNCH();
+  [[nodiscard]] dense_layers dense(const model& m) const {
+    return {cublas, args.dense_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, m};
   }
 
   void forward(const model& m, std::uint64_t batch) {
-    const cublasComputeType_t compute =
-        args.dense_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    for (std::size_t l = 0; l < layers; ++l) {
-      const std::uint64_t k = widths[l];
-      const std::uint64_t n = widths[l + 1];
-      const float* x = ws.act[l].data();  // [batch, K]
-      float* y = ws.act[l + 1].data();    // [batch, N]
-      if (m.roast) {
-        roast::forward(x, k, m.params.data(), m.maps[l], batch, y, n, stream);
-      } else {
-        // Row-major Y = X . W is column-major Y^T (N x batch) = W^T . X^T: no transposes.
-        gemm(cublas, compute, CUBLAS_OP_N, CUBLAS_OP_N, n, batch, k,
-             m.params.data() + m.weight_offset[l], n, x, k, y, n);
-      }
-      add_bias<<<blocks_for(batch * n), block, 0, stream>>>(y, m.params.data() + m.bias_offset[l],
-                                                            batch, n, l + 1 < layers);
-      SQUEEZE_CHECK_LAUNCH();
+    if (m.roast) {
+      mlp_forward(roast_layers{m, stream}, m, ws, batch, stream);
+    } else {
+      mlp_forward(dense(m), m, ws, batch, stream);
     }
   }
 
   /// Gradients of every parameter from grad[layers] (dLoss / dlogits).
   void backward(model& m, std::uint64_t batch) {
-    const cublasComputeType_t compute =
-        args.dense_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     if (m.roast) {  // dM accumulates over the layers
       SQUEEZE_CUDA_TRY(
           cudaMemsetAsync(m.grads.data(), 0, m.stored_weights * sizeof(float), stream));
-    }
-    for (std::size_t l = layers; l-- > 0;) {
-      const std::uint64_t k = widths[l];
-      const std::uint64_t n = widths[l + 1];
-      const float* x = ws.act[l].data();        // [batch, K]
-      const float* dy = ws.grad[l + 1].data();  // [batch, N]
-      if (m.roast) {
-        roast::backward_memory(x, k, dy, n, m.maps[l], batch, m.grads.data(), stream);
-      } else {
-        // dW (K x N) = X^T . dY, column-major dW^T (N x K) = dY^T . X.
-        gemm(cublas, compute, CUBLAS_OP_N, CUBLAS_OP_T, n, k, batch, dy, n, x, k,
-             m.grads.data() + m.weight_offset[l], n);
-      }
-      bias_gradient<<<blocks_covering(n), block, 0, stream>>>(dy, batch, n,
-                                                              m.grads.data() + m.bias_offset[l]);
-      SQUEEZE_CHECK_LAUNCH();
-      if (l == 0) break;              // no gradient for the images
-      float* dx = ws.grad[l].data();  // [batch, K]
-      if (m.roast) {
-        roast::backward_input(dy, n, m.params.data(), m.maps[l], batch, dx, k, stream);
-      } else {
-        // dX = dY . W^T, column-major dX^T (K x batch) = W . dY^T (W^T is N x K there).
-        gemm(cublas, compute, CUBLAS_OP_T, CUBLAS_OP_N, k, batch, n,
-             m.params.data() + m.weight_offset[l], n, dy, n, dx, k);
-      }
-      relu_backward<<<blocks_for(batch * k), block, 0, stream>>>(dx, x, batch * k);
-      SQUEEZE_CHECK_LAUNCH();
+      mlp_backward(roast_layers{m, stream}, m, ws, batch, stream);
+    } else {
+      mlp_backward(dense(m), m, ws, batch, stream);
     }
   }
 
   /// Test accuracy (fraction correct).
   double evaluate(const model& m) {
-    SQUEEZE_CUDA_TRY(cudaMemsetAsync(ws.correct.data(), 0, sizeof(unsigned), stream));
-    for (std::uint64_t start = 0; start < test.count; start += args.batch) {
-      const std::uint64_t batch = std::min(args.batch, test.count - start);
-      gather(test, nullptr, start, batch);
-      forward(m, batch);
-      count_correct<<<blocks_covering(batch), block, 0, stream>>>(
-          ws.act[layers].data(), ws.labels.data(), batch, ws.correct.data());
-      SQUEEZE_CHECK_LAUNCH();
-    }
-    unsigned correct = 0;
-    ws.correct.copy_to(std::span<unsigned>{&correct, 1}, stream);
-    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+    const std::uint64_t correct =
+        m.roast
+            ? count_correct(roast_layers{m, stream}, m, ws, test, 0, test.count, args.batch, stream)
+            : count_correct(dense(m), m, ws, test, 0, test.count, args.batch, stream);
     return static_cast<double>(correct) / static_cast<double>(test.count);
   }
 };
@@ -722,9 +297,6 @@ summary train_model(trainer& t, model& m) {
   const std::uint64_t n_train = t.train.count;
   const std::uint64_t steps_per_epoch = (n_train + args.batch - 1) / args.batch;
   const double total_steps = static_cast<double>(steps_per_epoch) * args.epochs;
-  constexpr float beta1 = 0.9f;
-  constexpr float beta2 = 0.999f;
-  constexpr float eps = 1e-8f;
 
   summary s{m.name, m.stored_weights, m.parameters(), m.compression(), {}};
   std::printf("    before training: test accuracy %.2f%%\n", 100.0 * t.evaluate(m));
@@ -736,32 +308,17 @@ summary train_model(trainer& t, model& m) {
   std::uint64_t step = 0;
   double best = 0;
   for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    for (std::uint64_t i = 0; i < n_train; ++i) order[i] = static_cast<int>(i);
-    for (std::uint64_t i = n_train - 1; i > 0; --i) {
-      std::swap(order[i], order[order_rng.next() % (i + 1)]);
-    }
+    fresh_permutation(order, order_rng);
     start.record(t.stream);
     t.ws.order.copy_from(std::span<const int>{order}, t.stream);
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(t.ws.loss_sum.data(), 0, sizeof(double), t.stream));
     for (std::uint64_t first = 0; first < n_train; first += args.batch, ++step) {
       const std::uint64_t batch = std::min(args.batch, n_train - first);
-      t.gather(t.train, t.ws.order.data(), first, batch);
+      gather_batch(t.train, t.ws.order.data(), first, batch, t.ws, t.stream);
       t.forward(m, batch);
-      softmax_cross_entropy<<<blocks_covering(batch * 32), block, 0, t.stream>>>(
-          t.ws.act[layers].data(), t.ws.labels.data(), batch, 1.0f / static_cast<float>(batch),
-          t.ws.grad[layers].data(), t.ws.loss_sum.data());
-      SQUEEZE_CHECK_LAUNCH();
+      softmax_cross_entropy(t.ws, batch, 1.0f / static_cast<float>(batch), t.stream);
       t.backward(m, batch);
-      const double lr =
-          args.lr * 0.5 *
-          (1.0 + std::cos(std::numbers::pi * static_cast<double>(step) / total_steps));
-      const double tt = static_cast<double>(step + 1);
-      adam_step<<<blocks_for(m.size), block, 0, t.stream>>>(
-          m.params.data(), m.grads.data(), m.adam_m.data(), m.adam_v.data(), m.size,
-          static_cast<float>(lr), beta1, beta2, eps,
-          static_cast<float>(1.0 / (1.0 - std::pow(double{beta1}, tt))),
-          static_cast<float>(1.0 / (1.0 - std::pow(double{beta2}, tt))));
-      SQUEEZE_CHECK_LAUNCH();
+      adam_step(m, cosine_lr(args.lr, step, total_steps), step, t.stream);
     }
     stop.record(t.stream);
     double loss_sum = 0;
@@ -795,7 +352,7 @@ int main(int argc, char** argv) try {
   // The data first: a missing data set is reported the same with or without a GPU.
   dataset data;
   try {
-    data = load_dataset(args.data);
+    data = load_dataset(args.data, "roast_train --data ~/fashion-mnist");
   } catch (const missing_data& e) {
     std::fprintf(stderr, "roast_train: %s\n", e.message.c_str());
     return 1;
@@ -829,10 +386,10 @@ int main(int argc, char** argv) try {
 
   core::stream stream;
   const cublas_handle cublas{stream};
-  const device_split train{data.train, stream};
-  const device_split test{data.test, stream};
+  const device_split train{data.train, data, stream};
+  const device_split test{data.test, data, stream};
   workspace ws{args.batch, data.train.count};
-  trainer t{args, data, train, test, ws, cublas.get(), stream};
+  trainer t{args, train, test, ws, cublas.get(), stream};
 
   std::vector<summary> results;
   const auto run = [&](model m) {

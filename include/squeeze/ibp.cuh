@@ -1,5 +1,6 @@
 // squeeze/ibp.cuh: invariant bit packing (format, host reference, clustered codebooks, GPU
-// preprocessing and compression, the warp decoder, the compressed gather and cache).
+// preprocessing and compression, the warp decoder, the compressed gather and cache, the
+// wire codec for collectives).
 #pragma once
 
 #include "squeeze/ibp/cache.cuh"
@@ -9,3 +10,5 @@
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
 #include "squeeze/ibp/gather.cuh"
+#include "squeeze/ibp/wire.cuh"
+#include "squeeze/ibp/wire_format.hpp"

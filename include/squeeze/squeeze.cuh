@@ -2,6 +2,7 @@
 #pragma once
 
 #include "squeeze/bam.cuh"
+#include "squeeze/coll.cuh"
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
 #include "squeeze/core/report.cuh"

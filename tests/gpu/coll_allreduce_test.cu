@@ -13,6 +13,7 @@
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/frsz2/format.hpp>
 #include <squeeze/frsz2/wire.cuh>
+#include <squeeze/ibp/wire.cuh>
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,37 @@ TEST_P(CollLocal, Frsz2Naive) {
   check_frsz2<8, double>(p, core::reduce_op::sum, false);
 }
 
+// IBP on the wire (lossless, variable size): the results of the raw codec, bit for bit. The
+// two codecs cut chunks on different granules (32 and 4 values), which changes the order in
+// which the ring adds a value's terms, so the sums are of values whose sums are exact in
+// any order (multiples of 2^-10 that also compress: few exponents, short significands);
+// max over random doubles does not depend on the order.
+TEST_P(CollLocal, IbpLossless) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto p = GetParam();
+  for (bool collective : {true, false}) {
+    SCOPED_TRACE(collective ? "collective" : "naive");
+    auto in = make_inputs<float>(p.ranks, p.count, data_kind::integers, 51 + p.count);
+    for (auto& v : in)
+      for (auto& x : v) x *= 0x1p-10f;
+    const coll::allreduce_options o{.algorithm = p.algorithm, .collective = collective};
+    const auto raw = run_local<coll::no_compression>(in, core::reduce_op::sum, o, false);
+    const auto got = run_local<squeeze::ibp::wire_codec>(in, core::reduce_op::sum, o, true);
+    const auto in_d = make_inputs<double>(p.ranks, p.count, data_kind::normal, 52 + p.count);
+    const auto raw_d = run_local<coll::no_compression>(in_d, core::reduce_op::max, o, false);
+    const auto got_d = run_local<squeeze::ibp::wire_codec>(in_d, core::reduce_op::max, o, false);
+    for (int r = 0; r < p.ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      EXPECT_TRUE(same_bits(got.results[ri], raw.results[ri])) << "rank " << r;
+      EXPECT_TRUE(same_bits(got.repeated[ri], raw.results[ri])) << "rank " << r;
+      EXPECT_TRUE(same_bits(got_d.results[ri], raw_d.results[ri])) << "rank " << r;
+    }
+    if (collective && p.ranks > 1 && p.count >= 65536 && p.algorithm == coll::algorithm::ring) {
+      EXPECT_LT(got.bytes_sent[0], raw.bytes_sent[0]) << "gradient-like floats did not shrink";
+    }
+  }
+}
+
 // A variable-size lossless codec: exact results, and each message's size travels first.
 TEST_P(CollLocal, VariableSizeCodec) {
   SQUEEZE_REQUIRE_GPU();
@@ -251,10 +283,11 @@ INSTANTIATE_TEST_SUITE_P(
                     case_params{8, 65536, coll::algorithm::recursive_doubling}),
     case_name);
 
-// A rank that passes another count makes every rank throw, before any data moves.
+// A rank that passes another count, algorithm, op or slicing makes every rank throw, before
+// any data moves.
 TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
   SQUEEZE_REQUIRE_GPU();
-  for (int mismatch = 0; mismatch < 3; ++mismatch) {
+  for (int mismatch = 0; mismatch < 4; ++mismatch) {
     const int ranks = 3;
     test::local_hub hub{ranks};
     std::vector<int> refused(ranks, 0);
@@ -271,6 +304,7 @@ TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
         if (mismatch == 0) count = 999;
         if (mismatch == 1) o.algorithm = coll::algorithm::recursive_doubling;
         if (mismatch == 2) op = core::reduce_op::max;
+        if (mismatch == 3) o.slice_bytes = 4096;
       }
       try {
         ar(buf.data(), buf.data(), count, op, s, o);

@@ -6,6 +6,7 @@
 #include <squeeze/coll/mpi.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/frsz2/wire.cuh>
+#include <squeeze/ibp/wire.cuh>
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -115,6 +116,10 @@ TEST(CollMpi, VariableSizeCodecExchangesSizes) {
     for (bool collective : {true, false}) {
       check<test::trim_codec, double>(100'003, a, core::reduce_op::sum, collective,
                                       test::data_kind::trailing_zeros, 1e-12);
+      check<squeeze::ibp::wire_codec, float>(100'003, a, core::reduce_op::sum, collective,
+                                             test::data_kind::normal, 1e-6);
+      check<squeeze::ibp::wire_codec, double>(4099, a, core::reduce_op::max, collective,
+                                              test::data_kind::normal, 0);
     }
   }
   EXPECT_TRUE(all_ranks(!HasFailure()));

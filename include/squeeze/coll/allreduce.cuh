@@ -67,15 +67,20 @@ struct allreduce_options {
   coll::algorithm algorithm = coll::algorithm::ring;
   /// Collective-level compression; false: the naive point-to-point variant (benchmarks).
   bool collective = true;
-  /// Check first that every rank passed the same count, value type, op, algorithm and codec
-  /// (one small allreduce and a host synchronization per call). Without it, mismatched
-  /// calls hang or corrupt memory, as with plain NCCL or MPI.
+  /// Check first that every rank passed the same count, value type, op, algorithm, codec
+  /// and slice_bytes (one small allreduce and a host synchronization per call). Without it,
+  /// mismatched calls hang or corrupt memory, as with plain NCCL or MPI.
   bool verify = true;
   /// Stream-ordered transports (NCCL) with fixed-size codecs: each step's chunk moves in
   /// slices of about this many bytes of values (at most max_slices), so the codec's kernels
   /// for one slice overlap the transfer of the next. Every rank must pass the same value.
   std::size_t slice_bytes = std::size_t{8} << 20;
 };
+
+/// A codec whose decoder reports malformed messages (ibp::wire_codec): check(stream)
+/// synchronizes and throws format_error. The allreducer calls it at the end of each call.
+template <class C>
+concept checked_codec = requires(C& c, cudaStream_t s) { c.check(s); };
 
 /// The most slices a chunk is cut into (each slice is one group of sends and receives).
 inline constexpr int max_slices = 8;
@@ -170,6 +175,8 @@ class allreducer {
       SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(stream, side_done_.get()));
       side_used_ = false;
     }
+    // A codec that validates what it decodes (ibp) reports here: the call synchronizes.
+    if constexpr (checked_codec<Codec>) codec_.check(stream);
     // A host-progressed transport (MPI) posts the next call's first receive at once, into
     // a slot this call's last kernels may still read: such calls return complete, as
     // MPI_Allreduce does.
@@ -588,9 +595,10 @@ class allreducer {
     const std::uint64_t desc = sizeof(T) | std::uint64_t(op) << 8 |
                                std::uint64_t(o.algorithm) << 16 |
                                std::uint64_t(o.collective) << 24;
-    const std::array<std::uint64_t, 3> mine{count, desc, detail::name_hash(Codec::name())};
+    const std::array<std::uint64_t, 4> mine{count, desc, detail::name_hash(Codec::name()),
+                                            o.slice_bytes};
     // The maximum of each value and of its complement: all equal iff every rank agrees.
-    std::array<std::uint64_t, 6> all{};
+    std::array<std::uint64_t, 8> all{};
     for (std::size_t i = 0; i < mine.size(); ++i) {
       all[i] = mine[i];
       all[mine.size() + i] = ~mine[i];
@@ -606,6 +614,7 @@ class allreducer {
           std::to_string(transport_->rank()) + " passed count " + std::to_string(count) + ", " +
           std::to_string(sizeof(T)) + "-byte values, op " + core::to_string(op) + ", " +
           name(o.algorithm) + (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
+          ", slice_bytes " + std::to_string(o.slice_bytes) +
           " (the largest count passed: " + std::to_string(all[0]) +
           "); every rank must pass the same"};
     }

@@ -1,0 +1,635 @@
+// squeeze/ibp/wire.cuh: IBP as a lossless, variable-size wire codec for collectives.
+//
+//   ibp::wire_codec codec;                            // owns a small device workspace
+//   codec.encode(src, n, wire, size, s);              // wire: max_wire_bytes<T>(n) bytes;
+//                                                     // *size (device-visible) = its length
+//   codec.decode(wire, bytes, n, dst, s);             // dst[i] = value i
+//   codec.decode_reduce(wire, bytes, n, dst, op, s);  // dst[i] = op(dst[i], value i)
+//   codec.check(s);                                   // throws format_error if a decode
+//                                                     // since the last check met bad input
+//
+// T is float or double. The message is ibp/wire_format.hpp's (rows of 512 B, one codebook,
+// the best of eight thresholds, or the values raw when that would not be shorter), written
+// bit for bit as ibp::wire_encode writes it, with no host round trip. Encoding is six
+// kernels on the stream, three of which read the values:
+//
+//   count     per-bit-position counts over the rows          ibp's count kernel; reads n·V
+//   books     Mask and Bitval for the eight thresholds        one block per threshold
+//   measure   each row's stored size under each codebook,     reads n·V once (each row is
+//             and the totals                                  staged in shared memory)
+//   tiles     the winner: its codebook, sizes, raw bits into the message; tile sums;
+//             compressed or raw
+//   scan      tile sums -> bases                              CUB
+//   encode    each row into the payload (or the values after  ibp's warp encoder; reads n·V,
+//             the header); the header; *size                  writes the message
+//
+// Decoding is one pass: a warp per row reads the header (every warp checks it), its tile's
+// sizes and bases, loads the stored row into shared memory and runs ibp's warp decoder
+// (decode.cuh), writing the row to dst, or, for decode_reduce, to shared memory and then
+// dst[i] = op(dst[i], v). Malformed input never leads a read outside [wire, wire + bytes)
+// or a write outside dst[0, n): each fault is recorded (the first one wins) in a device
+// word that check() reads.
+//
+// Workspace: the encoder's (41 KiB + 18.3 B per 512-byte row + CUB's scan storage) grows
+// on the stream it is called with (stream-ordered allocation, no synchronization), and is
+// then reused: once warmed up (or after reserve()), encode and decode allocate nothing and
+// never wait for the host. Encodes share the workspace, so encodes on different streams
+// must not run at the same time (order them, or use one codec per stream); decodes share
+// only the fault word and may run anywhere at once.
+//
+// This header meets coll::wire_codec_for by shape and includes nothing from coll::.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "squeeze/core/arch.cuh"
+#include "squeeze/core/bits.hpp"
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/device.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/core/reduce_op.hpp"
+#include "squeeze/core/status.hpp"
+#include "squeeze/ibp/compress.cuh"
+#include "squeeze/ibp/decode.cuh"
+#include "squeeze/ibp/format.hpp"
+#include "squeeze/ibp/wire_format.hpp"
+#include "squeeze/xfer/bounds.hpp"
+#include "squeeze/xfer/copy.cuh"
+
+namespace squeeze::ibp {
+
+namespace detail {
+
+inline constexpr int wire_block_threads = 128;
+inline constexpr int wire_warps = wire_block_threads / warp_threads;
+
+/// The decoder's policy: a row of a message is at most 512 bytes, so that is the workspace
+/// (no streaming path), loaded with ordinary loads (the message is in device memory).
+struct wire_decode_policy {
+  static constexpr std::uint32_t workspace_bytes = wire_max_row_bytes;
+  static constexpr bool async_loads = false;
+  static constexpr unsigned prefetch_waves = 1;
+};
+
+/// The encoder's device workspace, carved from one allocation for up to `stride` rows.
+struct wire_workspace_ref {
+  unsigned long long* counts = nullptr;     ///< [8 · 512] set bits per bit position
+  unsigned long long* totals = nullptr;     ///< [candidates] stored bytes of all rows
+  std::uint32_t* best = nullptr;            ///< [2] the winning candidate; 1: send raw
+  std::byte* masks = nullptr;               ///< [candidates, 512]
+  std::byte* bitvals = nullptr;             ///< [candidates, 512]
+  std::uint16_t* sizes = nullptr;           ///< [candidates, stride] stored bytes per row
+  std::uint16_t* intra = nullptr;           ///< [stride] offset of a row inside its tile
+  unsigned long long* tile_sums = nullptr;  ///< [tiles(stride) + 1] (the last one 0)
+  void* scan = nullptr;                     ///< CUB's temporary storage
+  std::uint64_t stride = 0;
+};
+
+/// Byte offsets of the workspace's parts for `rows` rows and `scan_bytes` of CUB storage.
+struct wire_workspace_plan {
+  std::size_t counts = 0, totals = 0, best = 0, masks = 0, bitvals = 0, sizes = 0, intra = 0,
+              tile_sums = 0, scan = 0, bytes = 0;
+
+  static wire_workspace_plan of(std::uint64_t rows, std::size_t scan_bytes) {
+    const auto next = [](std::size_t at, std::size_t bytes) {
+      return core::align_up<std::size_t>(at + bytes, 256);
+    };
+    const std::size_t tiles = core::div_ceil<std::uint64_t>(rows, wire_tile_rows);
+    wire_workspace_plan p;
+    p.totals = next(p.counts, 8 * wire_max_row_bytes * sizeof(unsigned long long));
+    p.best = next(p.totals, wire_candidates * sizeof(unsigned long long));
+    p.masks = next(p.best, 2 * sizeof(std::uint32_t));
+    p.bitvals = next(p.masks, std::size_t{wire_candidates} * wire_max_row_bytes);
+    p.sizes = next(p.bitvals, std::size_t{wire_candidates} * wire_max_row_bytes);
+    p.intra = next(p.sizes, wire_candidates * rows * sizeof(std::uint16_t));
+    p.tile_sums = next(p.intra, rows * sizeof(std::uint16_t));
+    p.scan = next(p.tile_sums, (tiles + 1) * sizeof(unsigned long long));
+    p.bytes = next(p.scan, scan_bytes);
+    return p;
+  }
+  wire_workspace_ref carve(std::byte* base, std::uint64_t rows) const {
+    wire_workspace_ref w;
+    w.counts = reinterpret_cast<unsigned long long*>(base + counts);
+    w.totals = reinterpret_cast<unsigned long long*>(base + totals);
+    w.best = reinterpret_cast<std::uint32_t*>(base + best);
+    w.masks = base + masks;
+    w.bitvals = base + bitvals;
+    w.sizes = reinterpret_cast<std::uint16_t*>(base + sizes);
+    w.intra = reinterpret_cast<std::uint16_t*>(base + intra);
+    w.tile_sums = reinterpret_cast<unsigned long long*>(base + tile_sums);
+    w.scan = base + scan;
+    w.stride = rows;
+    return w;
+  }
+};
+
+/// Records a decoder's first fault: (fault << 8) | status, one atomicCAS.
+SQUEEZE_DEVICE void report_wire_fault(std::uint32_t* slot, wire_fault f, status st) {
+  atomicCAS(slot, 0u, (static_cast<std::uint32_t>(f) << 8) | static_cast<std::uint32_t>(st));
+}
+SQUEEZE_DEVICE void report_wire_fault(std::uint32_t* slot, wire_fault f) {
+  report_wire_fault(slot, f, status_of(f));
+}
+
+/// The winning candidate: the smallest total, the first (highest threshold) on ties.
+SQUEEZE_DEVICE int wire_best(const unsigned long long* totals) {
+  int best = 0;
+  for (int k = 1; k < wire_candidates; ++k) {
+    if (totals[k] < totals[best]) best = k;
+  }
+  return best;
+}
+
+/// Codebooks of every candidate from the counts: block k, thread b -> byte b.
+template <class T>
+SQUEEZE_KERNEL(wire_max_row_bytes)
+void wire_books_kernel(wire_layout lay, wire_workspace_ref ws) {
+  const auto k = static_cast<int>(blockIdx.x);
+  const std::uint32_t b = threadIdx.x;
+  if (b >= lay.row_bytes) return;
+  const std::uint64_t rows = lay.rows_with_byte(b);
+  const wire_codebook_byte cb = wire_codebook_bits(ws.counts + 8 * std::size_t{b}, rows,
+                                                   wire_threshold(rows, wire_threshold_percent(k)));
+  ws.masks[std::size_t{blockIdx.x} * wire_max_row_bytes + b] = std::byte{cb.mask};
+  ws.bitvals[std::size_t{blockIdx.x} * wire_max_row_bytes + b] = std::byte{cb.bitval};
+}
+
+/// Each row's stored bytes under every candidate (a warp per row, staged in shared memory
+/// once), and each candidate's total (lane k keeps candidate k's).
+template <class T>
+SQUEEZE_KERNEL(wire_block_threads)
+void wire_measure_kernel(const std::byte* src, wire_layout lay, wire_workspace_ref ws) {
+  constexpr unsigned C = sizeof(T);
+  constexpr std::size_t stage_bytes = xfer::window_bytes(wire_max_row_bytes) + 16;
+  __shared__ alignas(16) std::byte stage[wire_warps][stage_bytes];
+  const unsigned warp = threadIdx.x / warp_threads;
+  const unsigned lane = core::arch::lane_id();
+  const xfer::readable_range readable = xfer::readable_range::of(src, lay.data_bytes);
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * wire_warps;
+  unsigned long long acc = 0;
+  for (std::uint64_t r = std::uint64_t{blockIdx.x} * wire_warps + warp; r < lay.rows; r += warps) {
+    const std::uint32_t len = lay.row_length(r);
+    const unsigned off =
+        xfer::warp_load(stage[warp], src + r * lay.row_bytes, len, readable).offset;
+    const std::byte* row = stage[warp] + off;
+#pragma unroll 1
+    for (int k = 0; k < wire_candidates; ++k) {
+      const std::size_t at = static_cast<std::size_t>(k) * wire_max_row_bytes;
+      const codebook_ref cb{ws.masks + at, ws.bitvals + at, len, C};
+      const std::uint32_t s = warp_stored_bytes<C, true>(row, cb);
+      if (lane == static_cast<unsigned>(k)) {
+        acc += s;
+        ws.sizes[static_cast<std::size_t>(k) * ws.stride + r] = static_cast<std::uint16_t>(s);
+      }
+    }
+    __syncwarp();  // every lane is done with the row before the next one lands
+  }
+  if (lane < static_cast<unsigned>(wire_candidates) && acc != 0) atomicAdd(ws.totals + lane, acc);
+}
+
+/// The winner into the message: its codebook (block 0), each tile's sizes and raw word (a
+/// warp per tile), each row's offset in its tile and each tile's sum (workspace), and the
+/// sections' padding; and whether the values are sent raw instead (then the encode kernel
+/// overwrites the start of all this with them).
+template <class T>
+SQUEEZE_KERNEL(wire_block_threads)
+void wire_tiles_kernel(std::byte* wire, wire_layout lay, wire_workspace_ref ws) {
+  const int best = wire_best(ws.totals);
+  auto* bases = reinterpret_cast<std::uint64_t*>(wire + lay.bases);
+  auto* raw = reinterpret_cast<std::uint32_t*>(wire + lay.raw);
+  auto* sizes = reinterpret_cast<std::uint16_t*>(wire + lay.sizes);
+  if (blockIdx.x == 0) {
+    const std::size_t from = static_cast<std::size_t>(best) * wire_max_row_bytes;
+    const std::uint32_t padded = core::align_up<std::uint32_t>(lay.row_bytes, 16);
+    for (std::uint32_t b = threadIdx.x; b < padded; b += blockDim.x) {
+      wire[lay.mask + b] = b < lay.row_bytes ? ws.masks[from + b] : std::byte{0};
+      wire[lay.bitval + b] = b < lay.row_bytes ? ws.bitvals[from + b] : std::byte{0};
+    }
+    const std::uint64_t raw_words = detail::pad16(4 * lay.tiles) / 4;
+    for (std::uint64_t i = lay.tiles + threadIdx.x; i < raw_words; i += blockDim.x) raw[i] = 0;
+    if (threadIdx.x == 0) {
+      if ((lay.tiles + 1) % 2 != 0) bases[lay.tiles + 1] = 0;  // the bases' padding
+      ws.tile_sums[lay.tiles] = 0;
+      ws.best[0] = static_cast<std::uint32_t>(best);
+      ws.best[1] = wire_sends_raw(lay, ws.totals[best]) ? 1u : 0u;
+    }
+  }
+  const unsigned lane = core::arch::lane_id();
+  const std::uint16_t* row_sizes = ws.sizes + static_cast<std::size_t>(best) * ws.stride;
+  const std::uint64_t padded_rows = core::align_up<std::uint64_t>(lay.rows, 8);
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * wire_warps;
+  for (std::uint64_t t = std::uint64_t{blockIdx.x} * wire_warps + threadIdx.x / warp_threads;
+       t < lay.tiles; t += warps) {
+    const std::uint64_t r = t * wire_tile_rows + lane;
+    const std::uint32_t s = r < lay.rows ? row_sizes[r] : 0u;
+    if (r < padded_rows) sizes[r] = static_cast<std::uint16_t>(s);
+    const unsigned raw_bits = __ballot_sync(full_warp_mask, r < lay.rows && s == lay.row_length(r));
+    std::uint32_t sum = 0;
+    const std::uint32_t before = warp_exclusive_sum(s, sum);
+    if (r < lay.rows) ws.intra[r] = static_cast<std::uint16_t>(before);
+    if (lane == 0) {
+      raw[t] = raw_bits;
+      ws.tile_sums[t] = sum;
+    }
+  }
+}
+
+/// Each row into the payload (a warp per row, ibp's warp encoder through shared memory),
+/// or the values after the header when they are sent raw; block 0 writes the header and
+/// the size.
+template <class T>
+SQUEEZE_KERNEL(wire_block_threads)
+void wire_encode_kernel(const std::byte* src, std::byte* wire, wire_layout lay,
+                        wire_workspace_ref ws, std::uint64_t* size) {
+  constexpr unsigned C = sizeof(T);
+  __shared__ std::uint32_t stage[wire_warps][wire_max_row_bytes / 4 + 2];
+  const std::uint32_t best = ws.best[0];
+  if (ws.best[1] != 0) {  // raw
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      const wire_header h = make_raw_wire_header(lay.values, C);
+      *reinterpret_cast<wire_header*>(wire) = h;
+      *size = h.total_bytes;
+    }
+    const auto* in = reinterpret_cast<const T*>(src);
+    auto* out = reinterpret_cast<T*>(wire + wire_header_bytes);
+    const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
+    for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < lay.values;
+         i += threads) {
+      out[i] = in[i];
+    }
+    return;
+  }
+  const auto* bases = reinterpret_cast<const std::uint64_t*>(wire + lay.bases);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const wire_header h =
+        make_wire_header(lay, wire_threshold_percent(static_cast<int>(best)), bases[lay.tiles]);
+    *reinterpret_cast<wire_header*>(wire) = h;
+    *size = h.total_bytes;
+  }
+  const unsigned warp = threadIdx.x / warp_threads;
+  const std::uint16_t* row_sizes = ws.sizes + std::size_t{best} * ws.stride;
+  std::byte* payload = wire + lay.payload;
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * wire_warps;
+  for (std::uint64_t r = std::uint64_t{blockIdx.x} * wire_warps + warp; r < lay.rows; r += warps) {
+    const codebook_ref cb{wire + lay.mask, wire + lay.bitval, lay.row_length(r), C};
+    warp_encode<C>(src + r * lay.row_bytes, cb, payload + bases[r / wire_tile_rows] + ws.intra[r],
+                   row_sizes[r], stage[warp]);
+  }
+}
+
+/// The message of no values: a raw header.
+template <class T>
+SQUEEZE_KERNEL(32)
+void wire_empty_kernel(std::byte* wire, std::uint64_t* size) {
+  if (threadIdx.x != 0) return;
+  const wire_header h = make_raw_wire_header(0, sizeof(T));
+  *reinterpret_cast<wire_header*>(wire) = h;
+  *size = h.total_bytes;
+}
+
+/// Decodes a message of `values` values: a warp per row (see the file comment). Reduce:
+/// dst[i] = op(dst[i], value i) instead of dst[i] = value i.
+template <class T, bool Reduce>
+SQUEEZE_KERNEL(wire_block_threads)
+void wire_decode_kernel(const std::byte* wire, std::uint64_t bytes, std::uint64_t values, T* dst,
+                        core::reduce_op op, std::uint32_t* fault) {
+  constexpr unsigned C = sizeof(T);
+  using decoder = warp_decoder<wire_decode_policy, false, C>;
+  __shared__ typename decoder::TempStorage storage[wire_warps];
+  __shared__ alignas(16)
+      std::byte staged[Reduce ? wire_warps : 1][Reduce ? wire_max_row_bytes : 16];
+  const unsigned warp = threadIdx.x / warp_threads;
+  const unsigned lane = core::arch::lane_id();
+  const bool first_thread = blockIdx.x == 0 && threadIdx.x == 0;
+
+  // The header, checked by every thread (one broadcast read per warp).
+  if (bytes < wire_header_bytes) {
+    if (first_thread) report_wire_fault(fault, wire_fault::short_message);
+    return;
+  }
+  const wire_header h = *reinterpret_cast<const wire_header*>(wire);
+  wire_layout lay;
+  if (const wire_fault f = check_wire_header(h, bytes, values, C, lay); f != wire_fault::none) {
+    if (first_thread) report_wire_fault(fault, f);
+    return;
+  }
+  // From here every read lies inside [wire, wire + total) and total <= bytes.
+  if (h.kind == wire_raw) {
+    const auto* v = reinterpret_cast<const T*>(wire + wire_header_bytes);
+    const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
+    for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < values;
+         i += threads) {
+      if constexpr (Reduce) {
+        dst[i] = core::apply(op, dst[i], v[i]);
+      } else {
+        dst[i] = v[i];
+      }
+    }
+    return;
+  }
+  const auto* bases = reinterpret_cast<const std::uint64_t*>(wire + lay.bases);
+  const auto* raw = reinterpret_cast<const std::uint32_t*>(wire + lay.raw);
+  const auto* sizes = reinterpret_cast<const std::uint16_t*>(wire + lay.sizes);
+  const std::byte* payload = wire + lay.payload;
+  if (first_thread && (bases[0] != 0 || bases[lay.tiles] != h.payload_bytes)) {
+    report_wire_fault(fault, wire_fault::bases);
+  }
+  const xfer::readable_range readable = xfer::readable_range::of(wire, h.total_bytes);
+  decoder dec{storage[warp], codebook_ref{wire + lay.mask, wire + lay.bitval, lay.row_bytes, C}};
+
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * wire_warps;
+  for (std::uint64_t r = std::uint64_t{blockIdx.x} * wire_warps + warp; r < lay.rows; r += warps) {
+    // The row's size and offset from its tile: sizes scanned, checked against the bases.
+    const std::uint64_t tile = r / wire_tile_rows;
+    const auto me = static_cast<unsigned>(r % wire_tile_rows);
+    const std::uint64_t mine = tile * wire_tile_rows + lane;
+    const std::uint32_t my_size = mine < lay.rows ? sizes[mine] : 0u;
+    std::uint32_t tile_sum = 0;
+    const std::uint32_t my_before = warp_exclusive_sum(my_size, tile_sum);
+    const std::uint32_t s = __shfl_sync(full_warp_mask, my_size, me);
+    const std::uint32_t before = __shfl_sync(full_warp_mask, my_before, me);
+    const std::uint64_t lo = bases[tile];
+    const std::uint64_t hi = bases[tile + 1];
+    const std::uint32_t raw_word = raw[tile];
+    const std::uint32_t len = lay.row_length(r);
+    wire_fault f = wire_fault::none;  // warp-uniform
+    if (lo > hi || hi > h.payload_bytes || hi - lo != tile_sum) {
+      f = wire_fault::bases;
+    } else if (s == 0 || s > len) {
+      f = wire_fault::row_size;
+    } else if ((((raw_word >> me) & 1u) != 0) != (s == len) ||
+               (r + 1 == lay.rows && me + 1 < wire_tile_rows && (raw_word >> (me + 1)) != 0)) {
+      f = wire_fault::raw_flag;
+    }
+    if (f != wire_fault::none) {
+      if (lane == 0) report_wire_fault(fault, f);
+      continue;
+    }
+    __syncwarp();  // every lane is done with the workspace (and staged row) of the last row
+    dec.rebind(codebook_ref{wire + lay.mask, wire + lay.bitval, len, C});
+    dec.load(payload + lo + before, s, readable);
+    std::byte* out = nullptr;
+    if constexpr (Reduce) {
+      out = staged[warp];
+    } else {
+      out = reinterpret_cast<std::byte*>(dst) + r * lay.row_bytes;
+    }
+    const status st = dec.decode_loaded(out);
+    if (st != status::ok) {
+      if (lane == 0) report_wire_fault(fault, wire_fault::row_stream, st);
+      continue;
+    }
+    if constexpr (Reduce) {
+      __syncwarp();
+      const auto* v = reinterpret_cast<const T*>(staged[warp]);
+      T* d = dst + r * (lay.row_bytes / C);
+      for (std::uint32_t i = lane; i < len / C; i += warp_threads)
+        d[i] = core::apply(op, d[i], v[i]);
+    }
+  }
+}
+
+/// One device allocation, stream-ordered: it grows with cudaFreeAsync + cudaMallocAsync on
+/// the caller's stream (no synchronization), and is freed with cudaFree at destruction.
+class wire_memory {
+ public:
+  wire_memory() = default;
+  wire_memory(wire_memory&& other) noexcept
+      : data_{std::exchange(other.data_, nullptr)}, bytes_{std::exchange(other.bytes_, 0)} {}
+  wire_memory& operator=(wire_memory&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  wire_memory(const wire_memory&) = delete;
+  wire_memory& operator=(const wire_memory&) = delete;
+  ~wire_memory() {
+    if (data_ != nullptr) static_cast<void>(cudaFree(data_));
+  }
+
+  /// At least `bytes` bytes, usable on `s` (and anything ordered after it); the contents
+  /// are lost when it grows. Returns whether it did.
+  bool reserve(std::size_t bytes, cudaStream_t s) {
+    if (bytes <= bytes_) return false;
+    if (data_ != nullptr) {
+      SQUEEZE_CUDA_TRY(cudaFreeAsync(data_, s));
+      data_ = nullptr;
+      bytes_ = 0;
+    }
+    SQUEEZE_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes, s));
+    bytes_ = bytes;
+    return true;
+  }
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace detail
+
+/// IBP as a collective's codec (see the file comment). Move-only: it owns device memory,
+/// on the device that was current when it was first used (one codec per device).
+class wire_codec {
+ public:
+  static constexpr bool lossless = true;
+  static constexpr bool fixed_size = false;
+  /// Chunks start on multiples of 32 values (128 or 256 bytes), so a chunk of an aligned
+  /// buffer is 16-byte aligned and the kernels use vector loads and stores.
+  static constexpr std::size_t granule = 32;
+  static const char* name() noexcept { return "ibp"; }
+
+  /// The buffer encode needs for n values: the compressed layout with every row raw. The
+  /// message it leaves there is never longer than 64 + n · sizeof(T) bytes.
+  template <class T>
+  static constexpr std::size_t max_wire_bytes(std::size_t n) noexcept {
+    check_type<T>();
+    return static_cast<std::size_t>(wire_max_bytes(n, sizeof(T)));
+  }
+
+  wire_codec() = default;
+
+  /// Allocates the encoder's workspace for messages of up to max_values values of T and
+  /// the decoders' fault word, and synchronizes `s` once: later calls then allocate
+  /// nothing (up to that size) and may run on any stream.
+  template <class T>
+  void reserve(std::size_t max_values, cudaStream_t s) {
+    check_type<T>();
+    const wire_layout lay = wire_layout_for(max_values, sizeof(T));
+    if (lay.rows > 0) reserve_workspace(lay, s);
+    fault_word(s);
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+  }
+
+  /// Writes the message of src[0, n) to wire (max_wire_bytes<T>(n) bytes, 16-byte aligned)
+  /// and its length to *size (device-visible), ordered on s.
+  template <class T>
+  void encode(const T* src, std::size_t n, std::byte* wire, std::uint64_t* size, cudaStream_t s) {
+    check_type<T>();
+    SQUEEZE_EXPECTS(src != nullptr || n == 0, "ibp::wire_codec::encode: src is null");
+    check_wire(wire, "encode");
+    SQUEEZE_EXPECTS(size != nullptr, "ibp::wire_codec::encode: size is null");
+    const wire_layout lay = wire_layout_for(n, sizeof(T));
+    if (lay.rows == 0) {
+      detail::wire_empty_kernel<T><<<1, 32, 0, s>>>(wire, size);
+      SQUEEZE_CHECK_LAUNCH();
+      return;
+    }
+    const detail::wire_workspace_ref ws = reserve_workspace(lay, s);
+    const auto* bytes = reinterpret_cast<const std::byte*>(src);
+    const int sms = sm_count();
+
+    // count: per-bit-position counts over the whole rows, then the short last row's bytes.
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(ws.counts, 0,
+                                     reinterpret_cast<std::byte*>(ws.totals + wire_candidates) -
+                                         reinterpret_cast<std::byte*>(ws.counts),
+                                     s));
+    const std::uint64_t whole = lay.last_row_bytes == lay.row_bytes ? lay.rows : lay.rows - 1;
+    constexpr int count_threads = wire_max_row_bytes / 4;  // a thread per 4-byte column
+    // Row slices for ~16 blocks per SM, at least 64 rows each (as ibp::count_set_bits).
+    const std::uint64_t per_slice = std::max<std::uint64_t>(
+        64, core::div_ceil<std::uint64_t>(whole, static_cast<std::uint64_t>(sms) * 16));
+    detail::count_kernel<count_threads>
+        <<<dim3{1, static_cast<unsigned>(core::div_ceil(whole, per_slice))}, count_threads, 0, s>>>(
+            bytes, whole, lay.row_bytes, per_slice, ws.counts);
+    SQUEEZE_CHECK_LAUNCH();
+    if (whole < lay.rows) {
+      detail::count_kernel<count_threads><<<1, count_threads, 0, s>>>(
+          bytes + whole * lay.row_bytes, 1, lay.last_row_bytes, 1, ws.counts);
+      SQUEEZE_CHECK_LAUNCH();
+    }
+    // books, measure, tiles, scan, encode.
+    detail::wire_books_kernel<T><<<wire_candidates, lay.row_bytes, 0, s>>>(lay, ws);
+    SQUEEZE_CHECK_LAUNCH();
+    const unsigned row_blocks = grid(lay.rows, sms);
+    detail::wire_measure_kernel<T>
+        <<<row_blocks, detail::wire_block_threads, 0, s>>>(bytes, lay, ws);
+    SQUEEZE_CHECK_LAUNCH();
+    detail::wire_tiles_kernel<T>
+        <<<grid(lay.tiles, sms), detail::wire_block_threads, 0, s>>>(wire, lay, ws);
+    SQUEEZE_CHECK_LAUNCH();
+    std::size_t scan_bytes = scan_capacity_;
+    SQUEEZE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(
+        ws.scan, scan_bytes, ws.tile_sums, reinterpret_cast<std::uint64_t*>(wire + lay.bases),
+        lay.tiles + 1, s));
+    detail::wire_encode_kernel<T>
+        <<<row_blocks, detail::wire_block_threads, 0, s>>>(bytes, wire, lay, ws, size);
+    SQUEEZE_CHECK_LAUNCH();
+  }
+
+  /// dst[i] = value i of the message at wire (16-byte aligned; `bytes` readable, of which
+  /// the message may use fewer), which must hold n values of T. Problems go to check().
+  template <class T>
+  void decode(const std::byte* wire, std::size_t bytes, std::size_t n, T* dst, cudaStream_t s) {
+    launch_decode<T, false>(wire, bytes, n, dst, core::reduce_op::sum, s, "decode");
+  }
+
+  /// dst[i] = core::apply(op, dst[i], value i), fused into the decoder.
+  template <class T>
+  void decode_reduce(const std::byte* wire, std::size_t bytes, std::size_t n, T* dst,
+                     core::reduce_op op, cudaStream_t s) {
+    launch_decode<T, true>(wire, bytes, n, dst, op, s, "decode_reduce");
+  }
+
+  /// Synchronizes s; throws squeeze::format_error if a decode ordered before it on s (since
+  /// the last check) met a malformed or truncated message, and clears the record.
+  void check(cudaStream_t s) {
+    if (fault_.data() == nullptr) return;
+    std::uint32_t word = 0;
+    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&word, fault_.data(), sizeof word, cudaMemcpyDeviceToHost, s));
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+    if (word == 0) return;
+    SQUEEZE_CUDA_TRY(cudaMemsetAsync(fault_.data(), 0, sizeof word, s));
+    const auto f = static_cast<wire_fault>(word >> 8);
+    const auto st = static_cast<status>(word & 0xFFu);
+    throw format_error{std::string{"ibp::wire_codec: a message decoded since the last check is "} +
+                       to_string(st) + ": " + to_string(f) +
+                       " (the values it should have written are unspecified)"};
+  }
+
+ private:
+  template <class T>
+  static constexpr void check_type() {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "ibp::wire_codec: values are float or double");
+  }
+  static void check_wire(const void* wire, const char* who) {
+    SQUEEZE_EXPECTS(wire != nullptr, std::string{"ibp::wire_codec::"} + who + ": null message");
+    SQUEEZE_EXPECTS(
+        reinterpret_cast<std::uintptr_t>(wire) % 16 == 0,
+        std::string{"ibp::wire_codec::"} + who + ": the message must start on a 16-byte boundary");
+  }
+
+  /// Blocks of 4 warps for `items` warp-sized items: ~16 blocks per SM at most.
+  static unsigned grid(std::uint64_t items, int sms) {
+    const std::uint64_t wanted = core::div_ceil<std::uint64_t>(items, detail::wire_warps);
+    const std::uint64_t cap = static_cast<std::uint64_t>(sms) * 16;
+    return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(wanted, cap)));
+  }
+
+  int sm_count() {
+    int device = 0;
+    SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
+    if (device != device_) {
+      sms_ = core::current_sm_count();
+      device_ = device;
+    }
+    return sms_;
+  }
+
+  /// The workspace for a message of `lay`'s rows (grown on s when too small).
+  detail::wire_workspace_ref reserve_workspace(const wire_layout& lay, cudaStream_t s) {
+    std::size_t scan_bytes = 0;
+    SQUEEZE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(
+        nullptr, scan_bytes, static_cast<unsigned long long*>(nullptr),
+        static_cast<std::uint64_t*>(nullptr), lay.tiles + 1, s));
+    if (lay.rows > rows_capacity_ || scan_bytes > scan_capacity_) {
+      rows_capacity_ = std::max(rows_capacity_, lay.rows);
+      scan_capacity_ = std::max(scan_capacity_, scan_bytes);
+    }
+    const auto plan = detail::wire_workspace_plan::of(rows_capacity_, scan_capacity_);
+    workspace_.reserve(plan.bytes, s);
+    return plan.carve(workspace_.data(), rows_capacity_);
+  }
+
+  /// The decoders' fault word (allocated and zeroed on s the first time).
+  std::uint32_t* fault_word(cudaStream_t s) {
+    if (fault_.reserve(sizeof(std::uint32_t), s)) {
+      SQUEEZE_CUDA_TRY(cudaMemsetAsync(fault_.data(), 0, sizeof(std::uint32_t), s));
+    }
+    return reinterpret_cast<std::uint32_t*>(fault_.data());
+  }
+
+  template <class T, bool Reduce>
+  void launch_decode(const std::byte* wire, std::size_t bytes, std::size_t n, T* dst,
+                     core::reduce_op op, cudaStream_t s, const char* who) {
+    check_type<T>();
+    check_wire(wire, who);
+    SQUEEZE_EXPECTS(dst != nullptr || n == 0,
+                    std::string{"ibp::wire_codec::"} + who + ": dst is null");
+    std::uint32_t* fault = fault_word(s);
+    const unsigned blocks = grid(wire_layout_for(n, sizeof(T)).rows, sm_count());
+    detail::wire_decode_kernel<T, Reduce>
+        <<<blocks, detail::wire_block_threads, 0, s>>>(wire, bytes, n, dst, op, fault);
+    SQUEEZE_CHECK_LAUNCH();
+  }
+
+  detail::wire_memory workspace_;
+  detail::wire_memory fault_;
+  std::uint64_t rows_capacity_ = 0;
+  std::size_t scan_capacity_ = 0;
+  int device_ = -1;
+  int sms_ = 0;
+};
+
+}  // namespace squeeze::ibp
