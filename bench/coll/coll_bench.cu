@@ -34,6 +34,7 @@
 #include "coll/coll_study.cuh"
 #include "squeeze/coll/allreduce.cuh"
 #include "squeeze/coll/mpi.hpp"
+#include "squeeze/coll/mpi_nccl.hpp"
 #include "squeeze/coll/nccl.hpp"
 #include "squeeze/coll/selector.cuh"
 #include "squeeze/core/buffer.hpp"
@@ -323,14 +324,11 @@ int main(int argc, char** argv) {
   const options o = parse(argc, argv);
   int status = 0;
   try {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local = 0, local_size = 1;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_size(node, &local_size);
+    const coll::placement at = coll::placement_of(MPI_COMM_WORLD);
+    const int local_size = at.local_size;
     int devices = 0;
     SQUEEZE_CUDA_TRY(cudaGetDeviceCount(&devices));
-    SQUEEZE_CUDA_TRY(cudaSetDevice(local % devices));
+    SQUEEZE_CUDA_TRY(cudaSetDevice(at.local_rank % devices));
     int shared = local_size > devices ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     core::stream s;
@@ -360,17 +358,10 @@ int main(int argc, char** argv) {
     if (o.nccl && shared) {
       if (rank == 0) std::printf("# NCCL skipped: %d ranks share %d GPU(s) on a node (NCCL allows one rank per GPU)\n", local_size, devices);
     } else if (o.nccl) {
-      ncclUniqueId id;
-      if (rank == 0) ncclGetUniqueId(&id);
-      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-      ncclComm_t comm;
-      SQUEEZE_NCCL_TRY(nullptr, ncclCommInitRank(&comm, ranks, id, rank));
-      {
-        coll::nccl_transport t{comm};
-        if (o.dbl) run_table<double>("nccl", t, o, s, records);
-        else run_table<float>("nccl", t, o, s, records);
-      }
-      ncclCommDestroy(comm);
+      const coll::nccl_communicator comm{MPI_COMM_WORLD};
+      coll::nccl_transport t{comm.get()};
+      if (o.dbl) run_table<double>("nccl", t, o, s, records);
+      else run_table<float>("nccl", t, o, s, records);
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};

@@ -51,6 +51,7 @@
 // and pass that directory.
 #include <squeeze/coll/allreduce.cuh>
 #include <squeeze/coll/mpi.hpp>
+#include <squeeze/coll/mpi_nccl.hpp>
 #include <squeeze/coll/nccl.hpp>
 #include <squeeze/core.hpp>
 #include <squeeze/frsz2/wire.cuh>
@@ -230,71 +231,28 @@ std::pair<std::string, dataset> load_data(const arguments& args) {
 
 // ---- MPI ----------------------------------------------------------------------------------
 
-/// This process among the ranks, and among the ranks of its node.
-struct world {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-};
+using world = coll::placement;
 
-world query_world() {
-  world w;
-  SQUEEZE_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank));
-  SQUEEZE_MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &w.size));
-  MPI_Comm node = MPI_COMM_NULL;
-  SQUEEZE_MPI_TRY(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &node));
-  SQUEEZE_MPI_TRY(MPI_Comm_rank(node, &w.local_rank));
-  SQUEEZE_MPI_TRY(MPI_Comm_size(node, &w.local_size));
-  SQUEEZE_MPI_TRY(MPI_Comm_free(&node));
-  return w;
-}
+world query_world() { return coll::placement_of(MPI_COMM_WORLD); }
 
-double max_over_ranks(double v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+/// op of v over the ranks.
+template <class T>
+T over_ranks(T v, MPI_Op op) {
+  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, coll::mpi_type<T>(), op, MPI_COMM_WORLD));
   return v;
 }
-double sum_over_ranks(double v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-  return v;
+template <class T>
+T max_over_ranks(T v) {
+  return over_ranks(v, MPI_MAX);
 }
-std::uint64_t sum_over_ranks(std::uint64_t v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  return v;
+template <class T>
+T min_over_ranks(T v) {
+  return over_ranks(v, MPI_MIN);
 }
-std::uint64_t max_over_ranks(std::uint64_t v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-  return v;
+template <class T>
+T sum_over_ranks(T v) {
+  return over_ranks(v, MPI_SUM);
 }
-int max_over_ranks(int v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  return v;
-}
-int min_over_ranks(int v) {
-  SQUEEZE_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  return v;
-}
-
-/// An NCCL communicator over MPI_COMM_WORLD (rank 0 makes the id, MPI_Bcast shares it).
-class nccl_communicator {
- public:
-  explicit nccl_communicator(const world& w) {
-    ncclUniqueId id{};
-    if (w.rank == 0) SQUEEZE_NCCL_TRY(nullptr, ncclGetUniqueId(&id));
-    SQUEEZE_MPI_TRY(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-    SQUEEZE_NCCL_TRY(nullptr, ncclCommInitRank(&comm_, w.size, id, w.rank));
-  }
-  nccl_communicator(const nccl_communicator&) = delete;
-  nccl_communicator& operator=(const nccl_communicator&) = delete;
-  ~nccl_communicator() {
-    if (comm_ != nullptr) static_cast<void>(ncclCommDestroy(comm_));
-  }
-  [[nodiscard]] ncclComm_t get() const noexcept { return comm_; }
-
- private:
-  ncclComm_t comm_ = nullptr;
-};
 
 // ---- variants -----------------------------------------------------------------------------
 
@@ -702,7 +660,7 @@ int run(int argc, char** argv, const world& w) {
 
   std::vector<summary> results;
   if (use_nccl) {
-    const nccl_communicator comm{w};
+    const coll::nccl_communicator comm{MPI_COMM_WORLD};
     coll::nccl_transport net{comm.get()};
     if (root) {
       int version = 0;

@@ -65,10 +65,16 @@ const std::vector<lookup_case>& cases() {
   return all;
 }
 
+// Test data reaches the device through the legacy default stream, and the launchers run on
+// non-blocking streams that do not wait for it: every helper that places data waits for the
+// device before returning (a pageable copy or a memset may still be in flight when the call
+// returns). Without the wait, BagForwardMatchesReferenceBitForBit failed once under four
+// concurrent test processes on an H200 (2026-11-25), and 30 repeats alone did not.
 template <class T>
 core::device_buffer<T> upload(const std::vector<T>& h) {
   core::device_buffer<T> d{h.size()};
   if (!h.empty()) d.copy_from(std::span<const T>{h}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   return d;
 }
 
@@ -97,6 +103,7 @@ struct device_memory {
       : host{random_floats(size, seed)}, buffer{size + skew} {
     data = buffer.data() + skew;
     SQUEEZE_CUDA_TRY(cudaMemcpy(data, host.data(), size * sizeof(float), cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   }
 };
 
@@ -125,6 +132,7 @@ constexpr int poison_byte = 0xFF;  // every output float starts as a NaN
 core::device_buffer<status> fresh_status() {
   core::device_buffer<status> s{1};
   SQUEEZE_CUDA_TRY(cudaMemset(s.data(), 0, sizeof(status)));
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   return s;
 }
 

@@ -16,8 +16,8 @@
 // paper §III-C..F:
 //   * each message is encoded once per step, from the chunk just reduced, on `stream`;
 //   * in the ring's allgather, the owner encodes its chunk once; every other rank forwards
-//     the message it received unchanged and decodes it on a side stream, off the path of the
-//     next send;
+//     the message it received unchanged and decodes it off the path of the next send (on a
+//     side stream, or, in the pipelined executor below, while transfers run on their own);
 //   * decoding and reduction are one kernel (codec.decode_reduce) on the stream the
 //     receive completes on: no extra synchronization;
 //   * with NCCL (stream-ordered transports) and fixed-size codecs, each step's chunk moves in

@@ -75,7 +75,8 @@ inline MPI_Datatype mpi_type() noexcept {
   if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
   else if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
   else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
-  else static_assert(sizeof(T) == 0, "coll::mpi_type: float, double or uint64");
+  else if constexpr (std::is_same_v<T, int>) return MPI_INT;
+  else static_assert(sizeof(T) == 0, "coll::mpi_type: float, double, uint64 or int");
 }
 inline MPI_Op mpi_op(core::reduce_op op) noexcept {
   return op == core::reduce_op::sum ? MPI_SUM : op == core::reduce_op::min ? MPI_MIN : MPI_MAX;
