@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
-#                         [coll-build] [coll-test] [coll-bench] [ibp-wire]
+#                         [coll-build] [coll-test] [coll-bench] [coll-links] [ibp-wire]
+# coll-links (two GPUs or more): the allreduce table under the three link settings
+# (NVLink as set, NCCL_P2P_DISABLE=1, and also NCCL_SHM_DISABLE=1), one JSON each, then
+# examples/allreduce_sgd over NCCL (its data: $FASHION_MNIST, default /tmp/fm).
 # The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
 # when absent).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
@@ -61,6 +64,19 @@ for stage in "${stages[@]}"; do
         --output-on-failure -j 2
       run coll.log compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$build/tests/squeeze_coll_gpu_tests" --gtest_filter='*N3_n100003_ring*:*N5_n1000_recursive*:CollWireCodec.*' ;;
+    coll-links)
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      mpi="mpiexec -n $ngpu --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE"
+      run coll_links.log env $mpi "$build/bench/squeeze_bench_coll" --label nvlink \
+        ${COLL_BENCH_ARGS:-} --json "$OUT/coll_nvlink_${gpu}x${ngpu}_${stamp}.json"
+      run coll_links.log env NCCL_P2P_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
+        "$build/bench/squeeze_bench_coll" --label p2p-disabled --transport nccl ${COLL_BENCH_ARGS:-} \
+        --json "$OUT/coll_shm_${gpu}x${ngpu}_${stamp}.json"
+      run coll_links.log env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
+        -x NCCL_SHM_DISABLE "$build/bench/squeeze_bench_coll" --label sockets --transport nccl \
+        ${COLL_SOCKET_ARGS:---iters 5 --warmup 2} --json "$OUT/coll_socket_${gpu}x${ngpu}_${stamp}.json"
+      run coll_links.log $mpi "$build/examples/allreduce_sgd" --data "${FASHION_MNIST:-/tmp/fm}" ;;
     ibp-wire)  # IBP's wire codec (coll's lossless codec): its GPU tests, then under memcheck
       run ibp_wire.log cmake --build --preset bench -j 16 --target squeeze_gpu_tests
       run ibp_wire.log "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*'
