@@ -194,6 +194,58 @@ TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
   check(frsz2::format<32>{});
 }
 
+// The fp32 twin: block exponents at the edges of the exact float path ([32, 253], and
+// Eb + 1 <= l + 251 for l = 2) and just outside, with and without a rounding carry (a block
+// maximum of 2 - 2^-23 rounds up at every l <= 24), both signs, zeros and subnormals;
+// compressed and decoded by the warp paths, both bit-identical to the host.
+TEST(Frsz2Gpu, FloatExponentEdgesAndCarries) {
+  SQUEEZE_REQUIRE_GPU();
+  std::vector<float> x;
+  std::mt19937_64 rng{98};
+  std::uniform_real_distribution<float> mantissa{1.0f, 2.0f};
+  for (const int eb : {1, 2, 30, 31, 32, 33, 34, 127, 200, 251, 252, 253, 254}) {
+    for (const bool carry : {false, true}) {
+      for (int k = 0; k < 32; ++k) {
+        const float m = k == 5 && carry ? 2.0f - 0x1p-23f : mantissa(rng);
+        const int e = k == 5 ? eb : std::max(0, eb - static_cast<int>(rng() % 40));
+        float v = e >= 1 ? std::ldexp(m, e - 127) : std::ldexp(m, -140);  // e = 0: subnormal
+        if (k % 3 == 1) v = -v;
+        if (k == 7) v = carry ? -0.0f : 0.0f;
+        x.push_back(v);
+      }
+    }
+  }
+  const auto dx = upload(x);
+  auto check = [&]<class F>(F) {
+    SCOPED_TRACE(frsz2::storage_traits<F>::name());
+    for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+      const auto want = frsz2::encode<F>(x, mode);
+      device_vector<F> v{x.size()};
+      frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
+      ASSERT_EQ(download(v.payload, want.payload.size()), want.payload);
+      ASSERT_EQ(download(v.exponents, want.exponents.size()), want.exponents);
+      const auto values = frsz2::decode(want);
+      core::device_buffer<float> out{x.size()};
+      out.fill_bytes(0xA5, nullptr);
+      frsz2::decompress<F>(v.ref(), 0, out.data(), x.size(), nullptr);
+      const auto got = download(out, x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(values[i]))
+            << "value " << i << " of block exponent word " << want.exponents[i / 32];
+      }
+    }
+  };
+  check(frsz2::format<2, float>{});
+  check(frsz2::format<3, float>{});
+  check(frsz2::format<8, float>{});
+  check(frsz2::format<16, float>{});
+  check(frsz2::format<21, float>{});
+  check(frsz2::format<24, float>{});
+  check(frsz2::format<25, float>{});
+  check(frsz2::format<31, float>{});
+  check(frsz2::format<32, float>{});
+}
+
 TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostFloat) {
   SQUEEZE_REQUIRE_GPU();
   const std::size_t n = 32 * 700 + 5;

@@ -267,3 +267,27 @@ TEST(Frsz2Accessor, TileReaderOfPlainStorage) {
     for (int c = 0; c < 8; ++c) EXPECT_EQ(got8[c], static_cast<double>(f[512 + 8 * lane + c]));
   }
 }
+
+// The fp32 decode the warp decoder uses for ordinary blocks equals the reference decoder for
+// every code of a format and every block exponent below the top (subnormal results, exact
+// and truncated significands included).
+TEST(Frsz2Accessor, FloatFiniteDecodeEqualsTheReferenceDecoder) {
+  auto check = [](auto format, std::uint32_t code_step) {
+    using F = decltype(format);
+    for (std::uint32_t eb = 0; eb <= 254; ++eb) {
+      const auto w = static_cast<std::uint16_t>(eb);
+      for (std::uint64_t code = 0; code < (std::uint64_t{1} << F::bits); code += code_step) {
+        const auto c = static_cast<std::uint32_t>(code);
+        const float want = frsz2::decode_value<F>(c, w);
+        const float got = frsz2::detail::decode_code_finite<F>(c, w);
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want))
+            << "l = " << F::bits << ", Eb = " << eb << ", code " << c;
+      }
+    }
+  };
+  check(frsz2::format<2, float>{}, 1);
+  check(frsz2::format<8, float>{}, 1);
+  check(frsz2::format<16, float>{}, 7);
+  check(frsz2::format<25, float>{}, 4099);
+  check(frsz2::format<32, float>{}, 1048573);  // q wider than a float's significand too
+}

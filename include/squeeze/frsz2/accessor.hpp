@@ -29,6 +29,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -163,6 +164,31 @@ requires(std::is_same_v<typename F::float_type, double>&& F::bits <= 32) SQUEEZE
     if (q == 0 && sign != 0) bits = 0x7ff8000000000000ull;
   }
   return core::bit_cast<double>(bits);
+}
+
+/// Decodes a code of an fp32 format (codes of at most 32 bits) from a block without
+/// infinities or NaN whose Eb is below 255: q converted to double and scaled by the block's power of two (exact),
+/// then cut to float toward zero, which is decode_value's truncation of the significand
+/// (and of a subnormal's fraction), the sign ORed in (so -0 stays). Bit-identical to
+/// decode_value for such blocks; blocks with the nonfinite flag take decode_value.
+template <format_like F>
+requires(std::is_same_v<typename F::float_type, float>) SQUEEZE_HOST_DEVICE
+    float decode_code_finite(std::uint32_t code, std::uint16_t w) noexcept {
+  const auto eb = static_cast<std::uint32_t>(w & F::exponent_field);
+  const std::uint32_t q = code & static_cast<std::uint32_t>(F::q_max);
+  const std::uint32_t sign = (code << (32 - F::bits)) & 0x80000000u;
+  // 2^(eb - 127 - (l - 2)) as a double: its biased exponent eb + 896 - (l - 2) lies in
+  // [1, 2046] for every eb < 4096 that a float block holds (eb <= 255).
+  const double scale = core::bit_cast<double>(std::uint64_t{eb + 896u - (F::bits - 2)} << 52);
+  const double v = static_cast<double>(q) * scale;
+#if SQUEEZE_DEVICE_PASS
+  const float f = __double2float_rz(v);
+#else
+  // toward zero on the host: the nearest float, stepped back when it rounded up
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = std::nextafter(f, 0.0f);
+#endif
+  return core::bit_cast<float>(core::bit_cast<std::uint32_t>(f) | sign);
 }
 
 /// Value i of an FRSZ2 vector.

@@ -13,7 +13,10 @@
 // is exact in fp64 (a power of two), truncation is a conversion toward zero, and round to
 // nearest, ties away, is trunc(rz(|x| s + 0.5)), all equal to the reference's integer
 // quantize. The rounding carry is a vote on q > q_max, after which the warp quantizes again
-// with Eb + 1 (rare: a block whose largest value rounds up to the next power of two).
+// with Eb + 1 (rare: a block whose largest value rounds up to the next power of two). fp32
+// blocks with their largest exponent in [32, 253] do the same in float (every block of
+// gradients; for coll's wire codec), and their decode converts q in double and cuts it to
+// float toward zero, which is the reference decoder's truncation.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -96,6 +99,24 @@ class warp_compressor {
                                              compressed_ref<F> out, rounding mode,
                                              bool store_exponent = true) {
     const unsigned lane = threadIdx.x % 32;
+    if constexpr (by_shuffles && std::is_same_v<T, float>) {
+      // fp32: the same exact quantization in float (see quantize_exact_float).
+      const auto bits = __float_as_uint(v[0]);
+      const std::uint32_t emax = __reduce_max_sync(full_warp_mask, (bits >> 23) & 0xffu);
+      // finite, and Eb and Eb + 1 in the exact range (l = 2 needs Eb + 1 <= l + 251)
+      constexpr std::uint32_t top = F::bits + 250 < 253 ? F::bits + 250 : 253;
+      if (emax - 32u <= top - 32u) {
+        std::uint32_t eb = emax;
+        std::uint32_t q = quantize_exact_float(v[0], eb, mode);
+        if (__any_sync(full_warp_mask, q > static_cast<std::uint32_t>(F::q_max))) {
+          q = quantize_exact_float(v[0], ++eb, mode);
+        }
+        const std::uint32_t code = ((bits & 0x80000000u) >> (32 - F::bits)) | q;
+        const auto w = static_cast<std::uint16_t>(eb);
+        store_block(code, w, tile, out, store_exponent);
+        return w;
+      }
+    }
     if constexpr (by_shuffles && std::is_same_v<T, double>) {
       const auto hi = static_cast<std::uint32_t>(__double2hiint(v[0]));
       const std::uint32_t emax = __reduce_max_sync(full_warp_mask, (hi >> 20) & 0x7ffu);
@@ -193,6 +214,18 @@ class warp_compressor {
     return __double2uint_rz(mode == rounding::nearest ? __dadd_rz(y, 0.5) : y);
   }
 
+  /// q of finite float x in a block of exponent eb in [32, min(254, l + 251)]: |x| times the
+  /// power of two 2^(l-2-(eb-127)) (a normal float: its biased exponent l + 252 - eb lies in
+  /// [1, 254]) is exact, or below 2^-126 and then below half a unit; truncation is a
+  /// conversion toward zero and round to nearest, ties away, is trunc(rz(|x| s + 0.5)) (the
+  /// float twin of quantize_exact): both equal the reference's integer quantize.
+  SQUEEZE_DEVICE static std::uint32_t quantize_exact_float(float x, std::uint32_t eb,
+                                                           rounding mode) {
+    const float s = __uint_as_float((252u + F::bits - eb) << 23);
+    const float y = fabsf(x) * s;
+    return __float2uint_rz(mode == rounding::nearest ? __fadd_rz(y, 0.5f) : y);
+  }
+
   /// Stores a block of 32 codes, lane j holding code j: word j holds bits [32j, 32j + 32),
   /// the codes of values floor(32j / l) ... floor((32j + 31) / l), taken from their lanes.
   SQUEEZE_DEVICE static void store_block(std::uint32_t code, std::uint16_t w, std::size_t tile,
@@ -238,8 +271,7 @@ template <format_like F>
 requires(F::block_size <= 32) SQUEEZE_DEVICE typename F::float_type
     warp_decode(const compressed_ref<F>& v, std::size_t tile) {
   const unsigned lane = threadIdx.x % 32;
-  if constexpr (std::is_same_v<typename F::float_type, double> && F::bits <= 32 &&
-                F::block_size == 32) {
+  if constexpr (F::bits <= 32 && F::block_size == 32) {
     const std::uint32_t* words = v.payload + tile * F::words_per_block;
     const std::uint16_t w = v.exponents[tile];
     std::uint32_t code;
@@ -258,7 +290,12 @@ requires(F::block_size <= 32) SQUEEZE_DEVICE typename F::float_type
           __shfl_sync(full_warp_mask, mine, static_cast<int>(((bit >> 5) + 1) & 31));
       code = core::funnel_shift_right(lo, hi, bit & 31) & core::low_mask<std::uint32_t>(F::bits);
     }
-    return detail::decode_code<F>(code, w);
+    if constexpr (std::is_same_v<typename F::float_type, double>) {
+      return detail::decode_code<F>(code, w);
+    } else {
+      // (w <= 254: no nonfinite flag, and Eb below the top, where codes are clamped)
+      return w <= 254 ? detail::decode_code_finite<F>(code, w) : decode_value<F>(code, w);
+    }
   } else {
     const std::size_t first_block = tile * (32 / F::block_size);
     const std::size_t total = F::blocks(v.size);
