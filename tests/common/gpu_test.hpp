@@ -69,6 +69,9 @@ class source_bytes {
     if (kind == source_kind::device) {
       device_ = core::device_buffer<std::byte>{n};
       SQUEEZE_CUDA_TRY(cudaMemcpy(device_.data(), host_.data(), n, cudaMemcpyHostToDevice));
+      // A copy from pageable memory may still be in flight when cudaMemcpy returns, and the
+      // non-blocking streams tests launch on do not wait for the legacy stream.
+      SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
       data_ = device_.data();
     } else {
       mapped_ = xfer::allocate_mapped<std::byte>(n);

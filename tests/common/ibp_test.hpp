@@ -63,6 +63,7 @@ struct device_clusters {
       SQUEEZE_CUDA_TRY(
           cudaMemcpy(ids.data(), packed_ids.data(), ids.bytes(), cudaMemcpyHostToDevice));
     }
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // see source_bytes (gpu_test.hpp)
     ref = c.ref();
     ref.masks = masks.data();
     ref.bitvals = bitvals.data();
@@ -105,6 +106,7 @@ class placed_set {
           cudaMemcpy(offsets_.data(), offsets.data(), offsets_.bytes(), cudaMemcpyHostToDevice));
     }
     SQUEEZE_CUDA_TRY(cudaMemcpy(raw_.data(), set.raw.data(), raw_.bytes(), cudaMemcpyHostToDevice));
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // see source_bytes (gpu_test.hpp)
   }
   explicit placed_set(source_kind kind, const ibp::compressed_set& set)
       : placed_set{kind, set, set.offsets} {}

@@ -8,6 +8,8 @@
 
 #include <bit>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -155,95 +157,88 @@ TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostDouble) {
   check_format<frsz2::format<64>>(n, 10);
 }
 
-// Block exponents at the edges of the compressor's exact fp64 path ([32, 2044]) and just
-// outside it, with and without a rounding carry (a block maximum of 2 - 2^-52 rounds up to
-// the next power of two at every l <= 32), with both signs and zeros in the blocks.
-TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
-  SQUEEZE_REQUIRE_GPU();
-  std::vector<double> x;
-  std::mt19937_64 rng{99};
-  std::uniform_real_distribution<double> mantissa{1.0, 2.0};
-  for (const int eb : {1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}) {
+namespace frsz2_codec_test {
+
+/// Blocks of 32 values whose largest biased exponent is each of `exponents`, with and
+/// without a rounding carry (a block maximum of 2 - epsilon rounds up to the next power of
+/// two at every l the fast paths take), both signs, zeros and subnormals in the blocks.
+template <class T>
+std::vector<T> edge_blocks(std::initializer_list<int> exponents, std::uint64_t seed) {
+  constexpr int bias = std::is_same_v<T, double> ? 1023 : 127;
+  std::vector<T> x;
+  std::mt19937_64 rng{seed};
+  std::uniform_real_distribution<T> mantissa{T{1}, T{2}};
+  for (const int eb : exponents) {
     for (const bool carry : {false, true}) {
       for (int k = 0; k < 32; ++k) {
-        const double m = k == 5 && carry ? 2.0 - 0x1p-52 : mantissa(rng);
+        const T m = k == 5 && carry ? T{2} - std::numeric_limits<T>::epsilon() : mantissa(rng);
         const int e = k == 5 ? eb : eb - static_cast<int>(rng() % 40);
-        double v = e >= 1 ? std::ldexp(m, e - 1023) : 0.0;
+        // e < 1: a subnormal (2^-1035 in fp64, 2^-139 in fp32)
+        T v = std::ldexp(m, e >= 1 ? e - bias : 1 - bias - 13);
         if (k % 3 == 1) v = -v;
-        if (k == 7) v = k % 2 ? -0.0 : 0.0;
+        if (k == 7) v = carry ? T{-0.0} : T{0};
         x.push_back(v);
       }
     }
   }
-  const auto dx = upload(x);
-  auto check = [&]<class F>(F) {
-    SCOPED_TRACE(frsz2::storage_traits<F>::name());
-    for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
-      const auto want = frsz2::encode<F>(x, mode);
-      device_vector<F> v{x.size()};
-      frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
-      ASSERT_EQ(download(v.payload, want.payload.size()), want.payload);
-      ASSERT_EQ(download(v.exponents, want.exponents.size()), want.exponents);
-    }
-  };
-  check(frsz2::format<2>{});
-  check(frsz2::format<8>{});
-  check(frsz2::format<16>{});
-  check(frsz2::format<21>{});
-  check(frsz2::format<31>{});
-  check(frsz2::format<32>{});
+  return x;
 }
 
-// The fp32 twin: block exponents at the edges of the exact float path ([32, 253], and
-// Eb + 1 <= l + 251 for l = 2) and just outside, with and without a rounding carry (a block
-// maximum of 2 - 2^-23 rounds up at every l <= 24), both signs, zeros and subnormals;
-// compressed and decoded by the warp paths, both bit-identical to the host.
-TEST(Frsz2Gpu, FloatExponentEdgesAndCarries) {
-  SQUEEZE_REQUIRE_GPU();
-  std::vector<float> x;
-  std::mt19937_64 rng{98};
-  std::uniform_real_distribution<float> mantissa{1.0f, 2.0f};
-  for (const int eb : {1, 2, 30, 31, 32, 33, 34, 127, 200, 251, 252, 253, 254}) {
-    for (const bool carry : {false, true}) {
-      for (int k = 0; k < 32; ++k) {
-        const float m = k == 5 && carry ? 2.0f - 0x1p-23f : mantissa(rng);
-        const int e = k == 5 ? eb : std::max(0, eb - static_cast<int>(rng() % 40));
-        float v = e >= 1 ? std::ldexp(m, e - 127) : std::ldexp(m, -140);  // e = 0: subnormal
-        if (k % 3 == 1) v = -v;
-        if (k == 7) v = carry ? -0.0f : 0.0f;
-        x.push_back(v);
-      }
+/// Compression and the warp decoder on `x`, both bit-identical to the host reference.
+template <class F>
+void check_edges(const std::vector<typename F::float_type>& x) {
+  using T = typename F::float_type;
+  using B = typename F::bits_type;
+  SCOPED_TRACE(frsz2::storage_traits<F>::name());
+  const auto dx = upload(x);
+  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+    const auto want = frsz2::encode<F>(x, mode);
+    device_vector<F> v{x.size()};
+    frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
+    ASSERT_EQ(download(v.payload, want.payload.size()), want.payload);
+    ASSERT_EQ(download(v.exponents, want.exponents.size()), want.exponents);
+    const auto values = frsz2::decode(want);
+    core::device_buffer<T> out{x.size()};
+    out.fill_bytes(0xA5, nullptr);
+    frsz2::decompress<F>(v.ref(), 0, out.data(), x.size(), nullptr);
+    const auto got = download(out, x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<B>(got[i]), std::bit_cast<B>(values[i]))
+          << "value " << i << " of block exponent word " << want.exponents[i / 32];
     }
   }
-  const auto dx = upload(x);
-  auto check = [&]<class F>(F) {
-    SCOPED_TRACE(frsz2::storage_traits<F>::name());
-    for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
-      const auto want = frsz2::encode<F>(x, mode);
-      device_vector<F> v{x.size()};
-      frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
-      ASSERT_EQ(download(v.payload, want.payload.size()), want.payload);
-      ASSERT_EQ(download(v.exponents, want.exponents.size()), want.exponents);
-      const auto values = frsz2::decode(want);
-      core::device_buffer<float> out{x.size()};
-      out.fill_bytes(0xA5, nullptr);
-      frsz2::decompress<F>(v.ref(), 0, out.data(), x.size(), nullptr);
-      const auto got = download(out, x.size());
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(values[i]))
-            << "value " << i << " of block exponent word " << want.exponents[i / 32];
-      }
-    }
-  };
-  check(frsz2::format<2, float>{});
-  check(frsz2::format<3, float>{});
-  check(frsz2::format<8, float>{});
-  check(frsz2::format<16, float>{});
-  check(frsz2::format<21, float>{});
-  check(frsz2::format<24, float>{});
-  check(frsz2::format<25, float>{});
-  check(frsz2::format<31, float>{});
-  check(frsz2::format<32, float>{});
+}
+
+}  // namespace frsz2_codec_test
+
+// Block exponents at the edges of the compressor's exact fp64 path ([32, 2044]) and just
+// outside it.
+TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto x = edge_blocks<double>(
+      {1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}, 99);
+  check_edges<frsz2::format<2>>(x);
+  check_edges<frsz2::format<8>>(x);
+  check_edges<frsz2::format<16>>(x);
+  check_edges<frsz2::format<21>>(x);
+  check_edges<frsz2::format<31>>(x);
+  check_edges<frsz2::format<32>>(x);
+}
+
+// The fp32 twin: the edges of the exact float path ([32, 253], and Eb + 1 <= l + 251 for
+// l = 2) and just outside.
+TEST(Frsz2Gpu, FloatExponentEdgesAndCarries) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto x = edge_blocks<float>({1, 2, 30, 31, 32, 33, 34, 127, 200, 251, 252, 253, 254}, 98);
+  check_edges<frsz2::format<2, float>>(x);
+  check_edges<frsz2::format<3, float>>(x);
+  check_edges<frsz2::format<8, float>>(x);
+  check_edges<frsz2::format<16, float>>(x);
+  check_edges<frsz2::format<21, float>>(x);
+  check_edges<frsz2::format<24, float>>(x);
+  check_edges<frsz2::format<25, float>>(x);
+  check_edges<frsz2::format<31, float>>(x);
+  check_edges<frsz2::format<32, float>>(x);
 }
 
 TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostFloat) {

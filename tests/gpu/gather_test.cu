@@ -64,6 +64,7 @@ gather_run<Index> run_gather(source_kind kind, const gather_case& c, std::size_t
                               cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(d_status.data(), 0, sizeof(status)));
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // a non-blocking stream runs the gather
 
   core::stream stream;
   xfer::gather_args<Index> args;

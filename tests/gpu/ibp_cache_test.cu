@@ -64,6 +64,10 @@ result gather_through(const ibp::compressed_set& set, const ibp::codebook& cb,
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(st.data(), 0, sizeof(status)));
   SQUEEZE_CUDA_TRY(cudaMemset(hits.data(), 0, sizeof(unsigned long long)));
+  // The setup ran on the legacy stream, which a non-blocking stream does not wait for: a
+  // memset landing after the gather once zeroed its hit count and status (4 concurrent test
+  // processes, H200, 2026-11-25).
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   auto a = placed.args<std::int64_t>(dcb.ref());
   a.clusters = clusters;
   a.dst = dst.data();

@@ -52,6 +52,7 @@ gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp:
       cudaMemcpy(d_idx.data(), indices.data(), indices.size() * 8, cudaMemcpyHostToDevice));
   SQUEEZE_CUDA_TRY(cudaMemset(dst.data(), static_cast<int>(squeeze::test::poison), dst.bytes()));
   SQUEEZE_CUDA_TRY(cudaMemset(d_status.data(), 0, sizeof(status)));
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // a non-blocking stream runs the gather
   core::stream stream;
   auto a = placed.args<std::int64_t>(dcb.ref());
   a.dst = dst.data();
@@ -265,6 +266,7 @@ TEST(IbpGather, ClusteredSetsDecodeWithEachRowsCodebook) {
     a.indices = d_idx.data();
     a.count = indices.size();
     a.status_out = st.data();
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // a non-blocking stream runs the gather
     core::stream stream;
     ibp::gather_rows(a, stream);
     stream.synchronize();

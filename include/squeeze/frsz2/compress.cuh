@@ -99,28 +99,19 @@ class warp_compressor {
                                              compressed_ref<F> out, rounding mode,
                                              bool store_exponent = true) {
     const unsigned lane = threadIdx.x % 32;
-    if constexpr (by_shuffles && std::is_same_v<T, float>) {
-      // fp32: the same exact quantization in float (see quantize_exact_float).
-      const auto bits = __float_as_uint(v[0]);
-      const std::uint32_t emax = __reduce_max_sync(full_warp_mask, (bits >> 23) & 0xffu);
-      // finite, and Eb and Eb + 1 in the exact range (l = 2 needs Eb + 1 <= l + 251)
-      constexpr std::uint32_t top = F::bits + 250 < 253 ? F::bits + 250 : 253;
+    if constexpr (by_shuffles) {
+      // The exact fast path (file comment): the sign and biased exponent are in the high
+      // word of the value; Eb and Eb + 1 must lie in the exact range of the type (for fp32
+      // with l = 2 also Eb + 1 <= l + 251).
+      constexpr bool fp64 = std::is_same_v<T, double>;
+      constexpr unsigned exponent_shift = fp64 ? 20 : 23;
+      constexpr std::uint32_t exponent_mask = fp64 ? 0x7ffu : 0xffu;
+      constexpr std::uint32_t top = fp64 ? 2044u : (F::bits + 250 < 253 ? F::bits + 250 : 253u);
+      const std::uint32_t hi = fp64 ? static_cast<std::uint32_t>(__double2hiint(v[0]))
+                                    : __float_as_uint(static_cast<float>(v[0]));
+      const std::uint32_t emax =
+          __reduce_max_sync(full_warp_mask, (hi >> exponent_shift) & exponent_mask);
       if (emax - 32u <= top - 32u) {
-        std::uint32_t eb = emax;
-        std::uint32_t q = quantize_exact_float(v[0], eb, mode);
-        if (__any_sync(full_warp_mask, q > static_cast<std::uint32_t>(F::q_max))) {
-          q = quantize_exact_float(v[0], ++eb, mode);
-        }
-        const std::uint32_t code = ((bits & 0x80000000u) >> (32 - F::bits)) | q;
-        const auto w = static_cast<std::uint16_t>(eb);
-        store_block(code, w, tile, out, store_exponent);
-        return w;
-      }
-    }
-    if constexpr (by_shuffles && std::is_same_v<T, double>) {
-      const auto hi = static_cast<std::uint32_t>(__double2hiint(v[0]));
-      const std::uint32_t emax = __reduce_max_sync(full_warp_mask, (hi >> 20) & 0x7ffu);
-      if (emax - 32u <= 2044u - 32u) {  // finite, Eb and Eb + 1 in the exact range
         std::uint32_t eb = emax;
         std::uint32_t q = quantize_exact(v[0], eb, mode);
         if (__any_sync(full_warp_mask, q > static_cast<std::uint32_t>(F::q_max))) {
@@ -218,9 +209,8 @@ class warp_compressor {
   /// power of two 2^(l-2-(eb-127)) (a normal float: its biased exponent l + 252 - eb lies in
   /// [1, 254]) is exact, or below 2^-126 and then below half a unit; truncation is a
   /// conversion toward zero and round to nearest, ties away, is trunc(rz(|x| s + 0.5)) (the
-  /// float twin of quantize_exact): both equal the reference's integer quantize.
-  SQUEEZE_DEVICE static std::uint32_t quantize_exact_float(float x, std::uint32_t eb,
-                                                           rounding mode) {
+  /// float twin of the double one): both equal the reference's integer quantize.
+  SQUEEZE_DEVICE static std::uint32_t quantize_exact(float x, std::uint32_t eb, rounding mode) {
     const float s = __uint_as_float((252u + F::bits - eb) << 23);
     const float y = fabsf(x) * s;
     return __float2uint_rz(mode == rounding::nearest ? __fadd_rz(y, 0.5f) : y);

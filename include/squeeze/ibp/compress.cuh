@@ -47,6 +47,23 @@ inline constexpr std::uint32_t sweep_row_limit = 4096;
 /// Codebooks one sweep pass measures at most.
 inline constexpr std::uint32_t max_sweep_books = 64;
 
+/// c[b] += bit b of w: one 4-byte column's counters, in registers.
+SQUEEZE_DEVICE void count_bits(std::uint32_t w, std::uint32_t (&c)[32]) {
+#pragma unroll
+  for (unsigned b = 0; b < 32; ++b) c[b] += (w >> b) & 1u;
+}
+
+/// Adds a column's counters (its first `bytes` bytes at byte0 of the row) to the totals.
+SQUEEZE_DEVICE void add_counts(const std::uint32_t (&c)[32], std::uint32_t byte0, unsigned bytes,
+                               unsigned long long* counts) {
+#pragma unroll
+  for (unsigned b = 0; b < 32; ++b) {
+    if (b < 8 * bytes && c[b] != 0) {
+      atomicAdd(counts + 8 * std::size_t{byte0} + b, static_cast<unsigned long long>(c[b]));
+    }
+  }
+}
+
 /// Counters of one 4-byte column of the rows, rows [first, first + count) of the slice.
 /// (A template, like every kernel in a header: a plain __global__ function would be
 /// defined again in each translation unit that includes this file.)
@@ -65,17 +82,11 @@ void count_kernel(const std::byte* rows, std::size_t n, std::uint32_t row_bytes,
       bytes == 4 && row_bytes % 4 == 0 && reinterpret_cast<std::uintptr_t>(rows) % 4 == 0;
   for (std::size_t r = first; r < last; ++r) {
     const std::byte* p = rows + r * row_bytes + byte0;
-    const std::uint32_t w = aligned ? __ldcg(reinterpret_cast<const unsigned*>(p))
-                                    : static_cast<std::uint32_t>(load_chunk(p, bytes));
-#pragma unroll
-    for (unsigned b = 0; b < 32; ++b) c[b] += (w >> b) & 1u;
+    count_bits(aligned ? __ldcg(reinterpret_cast<const unsigned*>(p))
+                       : static_cast<std::uint32_t>(load_chunk(p, bytes)),
+               c);
   }
-#pragma unroll
-  for (unsigned b = 0; b < 32; ++b) {
-    if (b < 8 * bytes && c[b] != 0) {
-      atomicAdd(counts + 8 * std::size_t{byte0} + b, static_cast<unsigned long long>(c[b]));
-    }
-  }
+  add_counts(c, byte0, bytes, counts);
 }
 
 /// Rows up to this long are counted through shared memory (count_staged_kernel): a block
@@ -110,19 +121,12 @@ void count_staged_kernel(const std::byte* rows, std::size_t n, std::uint32_t row
     if (!active) continue;
     for (std::uint32_t r = 0; r < m; ++r) {
       const std::byte* p = stage + r * row_bytes + byte0;
-      const std::uint32_t w = aligned && bytes == 4 ? *reinterpret_cast<const std::uint32_t*>(p)
-                                                    : static_cast<std::uint32_t>(load_chunk(p, bytes));
-#pragma unroll
-      for (unsigned b = 0; b < 32; ++b) c[b] += (w >> b) & 1u;
+      count_bits(aligned && bytes == 4 ? *reinterpret_cast<const std::uint32_t*>(p)
+                                       : static_cast<std::uint32_t>(load_chunk(p, bytes)),
+                 c);
     }
   }
-  if (!active) return;
-#pragma unroll
-  for (unsigned b = 0; b < 32; ++b) {
-    if (b < 8 * bytes && c[b] != 0) {
-      atomicAdd(counts + 8 * std::size_t{byte0} + b, static_cast<unsigned long long>(c[b]));
-    }
-  }
+  if (active) add_counts(c, byte0, bytes, counts);
 }
 
 /// This lane's 16 / C chunks of a row: participation bits and payload lengths. The row
