@@ -93,8 +93,14 @@ struct case_params {
   coll::algorithm algorithm;
 };
 std::string case_name(const testing::TestParamInfo<case_params>& info) {
-  return "N" + std::to_string(info.param.ranks) + "_n" + std::to_string(info.param.count) + "_" +
-         coll::name(info.param.algorithm);
+  // (appended piece by piece: "N" + std::to_string(...) trips g++ 12's -Wrestrict at -O3)
+  std::string name{"N"};
+  name += std::to_string(info.param.ranks);
+  name += "_n";
+  name += std::to_string(info.param.count);
+  name += '_';
+  name += coll::name(info.param.algorithm);
+  return name;
 }
 
 class CollLocal : public testing::TestWithParam<case_params> {};
