@@ -140,24 +140,7 @@ arguments parse(int argc, char** argv) {
     const auto value = [&] { return squeeze_examples::option_value(argc, argv, i); };
     if (arg == "--help" || arg == "-h") {
       args.help = true;
-    } else if (arg == "--data") {
-      args.data = std::string{value()};
-      if (args.data.empty()) throw usage_error{"--data: the directory name is empty"};
-    } else if (arg == "--epochs") {
-      args.epochs = parse_number<int>(arg, value());
-      if (args.epochs < 1 || args.epochs > 10000) {
-        throw usage_error{"--epochs: must lie in [1, 10000]"};
-      }
-    } else if (arg == "--batch") {
-      args.batch = parse_number<std::uint64_t>(arg, value());
-      if (args.batch < 1 || args.batch > 60000) {
-        throw usage_error{"--batch: must lie in [1, 60000]"};
-      }
-    } else if (arg == "--seed") {
-      args.seed = parse_number<std::uint64_t>(arg, value());
-    } else if (arg == "--lr") {
-      args.lr = parse_number<double>(arg, value());
-      if (!std::isfinite(args.lr) || args.lr <= 0) throw usage_error{"--lr: must be > 0"};
+    } else if (parse_training_option(arg, value, args)) {  // --data --epochs --batch --seed --lr
     } else if (arg == "--variants") {
       args.variants.clear();
       std::string_view list = value();

@@ -23,6 +23,8 @@
 #include <squeeze/core.hpp>
 #include <squeeze/io/idx.hpp>
 
+#include "common/cli.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -38,6 +40,7 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -651,6 +654,33 @@ std::uint64_t count_correct(const Linear& linear, const mlp_params& m, workspace
   ws.correct.copy_to(std::span<unsigned>{&correct, 1}, stream);
   SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
   return correct;
+}
+
+// ---- command line ---------------------------------------------------------------------------
+
+/// The options every training example takes: --data DIR, --epochs N, --batch B, --seed S and
+/// --lr LR, into the same-named fields of `args`. Returns whether `arg` was one of them;
+/// `value()` yields the option's value (common/cli.hpp's option_value).
+template <class Arguments, class Value>
+bool parse_training_option(std::string_view arg, Value&& value, Arguments& args) {
+  if (arg == "--data") {
+    args.data = std::string{value()};
+    if (args.data.empty()) throw usage_error{"--data: the directory name is empty"};
+  } else if (arg == "--epochs") {
+    args.epochs = parse_number<int>(arg, value());
+    if (args.epochs < 1 || args.epochs > 10000) throw usage_error{"--epochs: must lie in [1, 10000]"};
+  } else if (arg == "--batch") {
+    args.batch = parse_number<std::uint64_t>(arg, value());
+    if (args.batch < 1 || args.batch > 60000) throw usage_error{"--batch: must lie in [1, 60000]"};
+  } else if (arg == "--seed") {
+    args.seed = parse_number<std::uint64_t>(arg, value());
+  } else if (arg == "--lr") {
+    args.lr = parse_number<double>(arg, value());
+    if (!std::isfinite(args.lr) || args.lr <= 0) throw usage_error{"--lr: must be > 0"};
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace squeeze_examples

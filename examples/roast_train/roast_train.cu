@@ -95,20 +95,7 @@ arguments parse(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage, stdout);
       std::exit(0);
-    } else if (arg == "--data") {
-      args.data = std::string{value()};
-      if (args.data.empty()) throw usage_error{"--data: the directory name is empty"};
-    } else if (arg == "--epochs") {
-      args.epochs = parse_number<int>(arg, value());
-      if (args.epochs < 1 || args.epochs > 10000) {
-        throw usage_error{"--epochs: must lie in [1, 10000]"};
-      }
-    } else if (arg == "--batch") {
-      args.batch = parse_number<std::uint64_t>(arg, value());
-      if (args.batch < 1 || args.batch > 60000)
-        throw usage_error{"--batch: must lie in [1, 60000]"};
-    } else if (arg == "--seed") {
-      args.seed = parse_number<std::uint64_t>(arg, value());
+    } else if (parse_training_option(arg, value, args)) {  // --data --epochs --batch --seed --lr
     } else if (arg == "--compressions") {
       args.compressions.clear();
       std::string_view list = value();
@@ -139,9 +126,6 @@ arguments parse(int argc, char** argv) {
       if (args.tile.n == 0 || args.tile.n % 8 != 0 || args.tile.n > 4096) {
         throw usage_error{"--tile: N must be a multiple of 8 in [8, 4096]"};
       }
-    } else if (arg == "--lr") {
-      args.lr = parse_number<double>(arg, value());
-      if (!std::isfinite(args.lr) || args.lr <= 0) throw usage_error{"--lr: must be > 0"};
     } else if (arg == "--gms-c") {
       args.gms_c = parse_number<double>(arg, value());
       if (!std::isfinite(args.gms_c) || args.gms_c <= 0) throw usage_error{"--gms-c: must be > 0"};

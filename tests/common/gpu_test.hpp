@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <ostream>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,34 @@ inline std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
   std::vector<std::byte> v(n);
   for (auto& b : v) b = static_cast<std::byte>(rng() & 0xff);
   return v;
+}
+
+/// A device copy of host values, complete on return: tests launch on non-blocking streams,
+/// which do not wait for the legacy stream's copies (a pageable copy may still be in flight
+/// when cudaMemcpy returns).
+template <class T>
+core::device_buffer<T> upload(const std::vector<T>& h) {
+  core::device_buffer<T> d{h.size()};
+  if (!h.empty()) d.copy_from(std::span<const T>{h}, nullptr);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  return d;
+}
+
+/// n values of device memory, once every stream's work is done.
+template <class T>
+std::vector<T> download(const T* d, std::size_t n) {
+  std::vector<T> h(n);
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+  if (n > 0) SQUEEZE_CUDA_TRY(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+template <class T>
+std::vector<T> download(const core::device_buffer<T>& d, std::size_t n) {
+  return download(d.data(), n);
+}
+template <class T>
+std::vector<T> download(const core::device_buffer<T>& d) {
+  return download(d.data(), d.size());
 }
 
 /// The byte every test writes into outputs before a kernel runs.

@@ -34,20 +34,8 @@ struct device_vector {
   frsz2::compressed_ref<F> ref() { return {payload.data(), exponents.data(), n}; }
 };
 
-template <class T>
-core::device_buffer<T> upload(const std::vector<T>& x) {
-  core::device_buffer<T> d{x.size()};
-  d.copy_from(std::span<const T>{x}, nullptr);
-  return d;
-}
-
-template <class T>
-std::vector<T> download(const core::device_buffer<T>& d, std::size_t n) {
-  std::vector<T> h(n);
-  d.copy_to(std::span<T>{h}, nullptr);
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  return h;
-}
+using squeeze::test::download;
+using squeeze::test::upload;
 
 template <class F, int Threads>
 SQUEEZE_KERNEL(Threads)

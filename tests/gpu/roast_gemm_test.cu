@@ -65,20 +65,8 @@ double output_rounding() {
   return 0.0;
 }
 
-template <class T>
-core::device_buffer<T> upload(const std::vector<T>& h) {
-  core::device_buffer<T> d{h.size()};
-  d.copy_from(std::span<const T>{h}, nullptr);
-  return d;
-}
-
-template <class T>
-std::vector<T> download(const core::device_buffer<T>& d) {
-  std::vector<T> h(d.size());
-  d.copy_to(std::span<T>{h}, nullptr);
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  return h;
-}
+using squeeze::test::download;
+using squeeze::test::upload;
 
 template <class Out>
 void expect_close(const std::vector<Out>& got, const squeeze::test::reference_product& ref,

@@ -65,25 +65,8 @@ const std::vector<lookup_case>& cases() {
   return all;
 }
 
-// Test data reaches the device through the legacy default stream, and the launchers run on
-// non-blocking streams that do not wait for it: every helper that places data waits for the
-// device before returning (a pageable copy or a memset may still be in flight when the call
-// returns). Without the wait, BagForwardMatchesReferenceBitForBit failed once under four
-// concurrent test processes on an H200 (2026-11-25), and 30 repeats alone did not.
-template <class T>
-core::device_buffer<T> upload(const std::vector<T>& h) {
-  core::device_buffer<T> d{h.size()};
-  if (!h.empty()) d.copy_from(std::span<const T>{h}, nullptr);
-  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  return d;
-}
-
-template <class T>
-std::vector<T> download(const T* d, std::size_t n) {
-  std::vector<T> h(n);
-  if (n > 0) SQUEEZE_CUDA_TRY(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
+using squeeze::test::download;  // both wait for the device (see gpu_test.hpp)
+using squeeze::test::upload;
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng{seed};

@@ -71,11 +71,15 @@ struct identity_codec {
   double error_bound(double /*magnitude*/) const { return 0.0; }
 };
 
-/// Rounds to the nearest multiple of 2^-8. decode(encode(x)) is a fixed point of the round
-/// trip (idempotent).
-struct grid_codec {
-  static constexpr const char* name = "grid 2^-8";
-  static constexpr double step = 0x1p-8;
+/// Rounds to the nearest multiple of 2^-StepLog2 and decodes Offset (a fraction of a step)
+/// above the grid point. Offset 0: decode(encode(x)) is a fixed point of the round trip
+/// (idempotent). Offset > 0: a second round trip moves every value once more (not
+/// idempotent): a stand-in for a block codec whose rounding carries a block's maximum into
+/// the next binade, and so changes the block's grid when decoded values are encoded again.
+template <int StepLog2, double Offset>
+struct grid_codec_of {
+  static constexpr const char* name = Offset == 0 ? "grid" : "offset grid";
+  static constexpr double step = 1.0 / static_cast<double>(1ull << StepLog2);
   words encode(std::span<const double> x) const {
     words w(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -85,33 +89,13 @@ struct grid_codec {
   }
   void decode(const words& w, std::span<double> out) const {
     for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = static_cast<double>(static_cast<std::int64_t>(w[i])) * step;
+      out[i] = (static_cast<double>(static_cast<std::int64_t>(w[i])) + Offset) * step;
     }
   }
-  double error_bound(double) const { return step / 2; }
+  double error_bound(double) const { return Offset == 0 ? step / 2 : (0.5 + Offset) * step; }
 };
-
-/// Rounds to a 2^-10 grid but decodes 0.6 of a step above the grid point: a second round
-/// trip moves every value once more (not idempotent). A stand-in for a block codec whose
-/// rounding carries a block's maximum into the next binade, and so changes the block's
-/// grid when the decoded values are encoded again.
-struct offset_grid_codec {
-  static constexpr const char* name = "offset grid 2^-10";
-  static constexpr double step = 0x1p-10;
-  words encode(std::span<const double> x) const {
-    words w(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      w[i] = static_cast<std::uint64_t>(std::llround(x[i] / step));
-    }
-    return w;
-  }
-  void decode(const words& w, std::span<double> out) const {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = (static_cast<double>(static_cast<std::int64_t>(w[i])) + 0.6) * step;
-    }
-  }
-  double error_bound(double) const { return 1.1 * step; }
-};
+using grid_codec = grid_codec_of<8, 0.0>;           // 2^-8, idempotent
+using offset_grid_codec = grid_codec_of<10, 0.6>;  // 2^-10, decoded 0.6 of a step above
 
 /// Rounds each value to float.
 struct float_codec {

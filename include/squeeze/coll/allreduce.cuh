@@ -597,17 +597,8 @@ class allreducer {
                                std::uint64_t(o.collective) << 24;
     const std::array<std::uint64_t, 4> mine{count, desc, detail::name_hash(Codec::name()),
                                             o.slice_bytes};
-    // The maximum of each value and of its complement: all equal iff every rank agrees.
-    std::array<std::uint64_t, 8> all{};
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      all[i] = mine[i];
-      all[mine.size() + i] = ~mine[i];
-    }
-    transport_->max_all(all, stream);
-    bool same = true;
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      same = same && all[i] == mine[i] && all[mine.size() + i] == ~mine[i];
-    }
+    std::uint64_t largest = 0;
+    const bool same = ranks_agree(*transport_, mine, stream, &largest);
     if (!same) {
       throw invalid_argument{
           "coll::allreducer: the ranks disagree on the call: rank " +
@@ -615,7 +606,7 @@ class allreducer {
           std::to_string(sizeof(T)) + "-byte values, op " + core::to_string(op) + ", " +
           name(o.algorithm) + (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
           ", slice_bytes " + std::to_string(o.slice_bytes) +
-          " (the largest count passed: " + std::to_string(all[0]) +
+          " (the largest count passed: " + std::to_string(largest) +
           "); every rank must pass the same"};
     }
   }

@@ -222,12 +222,8 @@ class selector {
   // One check per call, whatever the path: the ranks must agree before they choose.
   template <class T>
   void verify_call(std::size_t count, reduce_op op, cudaStream_t stream) {
-    std::array<std::uint64_t, 4> v{count, ~std::uint64_t{count},
-                                   sizeof(T) | std::uint64_t(op) << 8,
-                                   ~(sizeof(T) | std::uint64_t(op) << 8)};
-    const auto mine = v;
-    transport_->max_all(v, stream);
-    if (v != mine) {
+    const std::array<std::uint64_t, 2> mine{count, sizeof(T) | std::uint64_t(op) << 8};
+    if (!ranks_agree(*transport_, mine, stream)) {
       throw invalid_argument{"coll::selector: the ranks disagree on the call: rank " +
                              std::to_string(transport_->rank()) + " passed count " +
                              std::to_string(count) + ", " + std::to_string(sizeof(T)) +

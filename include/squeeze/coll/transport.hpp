@@ -25,6 +25,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -62,5 +63,27 @@ concept transport = requires(T& t, void* p, const void* cp, std::size_t bytes, i
   { t.exchange_size(v, peer, peer, s) } -> std::same_as<std::uint64_t>;
   t.max_all(values, s);
 };
+
+/// Whether every rank passed the same `values` (up to 8): one max_all of the values and
+/// their complements (all equal iff each value's maximum and its complement's are the
+/// rank's own). Collective: every rank calls it. `largest`, when given, receives the
+/// maximum of values[0] over the ranks (for messages).
+template <transport T>
+bool ranks_agree(T& t, std::span<const std::uint64_t> values, cudaStream_t stream,
+                 std::uint64_t* largest = nullptr) {
+  constexpr std::size_t most = 8;
+  SQUEEZE_EXPECTS(values.size() <= most, "coll::ranks_agree: at most 8 values");
+  std::array<std::uint64_t, 2 * most> all{};
+  const std::size_t n = values.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    all[i] = values[i];
+    all[n + i] = ~values[i];
+  }
+  t.max_all(std::span<std::uint64_t>{all.data(), 2 * n}, stream);
+  if (largest != nullptr && n > 0) *largest = all[0];
+  bool same = true;
+  for (std::size_t i = 0; i < n; ++i) same = same && all[i] == values[i] && all[n + i] == ~values[i];
+  return same;
+}
 
 }  // namespace squeeze::coll

@@ -31,6 +31,7 @@
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/core/reduce_op.hpp"
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/format.hpp"
 
@@ -331,10 +332,18 @@ void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rou
   }
 }
 
-template <format_like F, int BlockThreads>
+/// out[i] = value first + i, or with Reduce out[i] = op(out[i], value first + i).
+template <format_like F, int BlockThreads, bool Reduce>
 SQUEEZE_KERNEL(BlockThreads)
 void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
-                       std::size_t count) {
+                       std::size_t count, core::reduce_op op) {
+  const auto put = [&](std::size_t i, typename F::float_type value) {
+    if constexpr (Reduce) {
+      out[i] = core::apply(op, out[i], value);
+    } else {
+      out[i] = value;
+    }
+  };
   const std::size_t stride = std::size_t{gridDim.x} * BlockThreads;
   if constexpr (F::block_size <= 32) {
     if (first % 32 == 0) {  // whole tiles: the warp decoder
@@ -344,7 +353,7 @@ void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::floa
            t += wstride) {
         const auto value = warp_decode<F>(in, t0 + t);
         const std::size_t i = t * 32 + threadIdx.x % 32;
-        if (i < count) out[i] = value;
+        if (i < count) put(i, value);
       }
       return;
     }
@@ -353,7 +362,7 @@ void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::floa
   const compressed_handle<F> h = in.handle();
   for (std::size_t i = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x; i < count;
        i += stride) {
-    out[i] = acc.access(h, first + i);
+    put(i, acc.access(h, first + i));
   }
 }
 
@@ -382,21 +391,42 @@ void compress(const typename F::float_type* x, std::size_t n, compressed_ref<F> 
   SQUEEZE_CHECK_LAUNCH();
 }
 
-/// Decodes values [first, first + count) of `in` to out[0..count) (device memory).
-template <format_like F>
-void decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
-                std::size_t count, cudaStream_t stream) {
+namespace detail {
+
+template <format_like F, bool Reduce>
+void launch_decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+                       std::size_t count, core::reduce_op op, cudaStream_t stream,
+                       const char* who) {
   SQUEEZE_EXPECTS(first <= in.size && count <= in.size - first,
-                  "frsz2::decompress: values [" + std::to_string(first) + ", " +
+                  std::string{who} + ": values [" + std::to_string(first) + ", " +
                       std::to_string(first + count) + ") are outside the vector's " +
                       std::to_string(in.size));
   if (count == 0) return;
   SQUEEZE_EXPECTS(out != nullptr && in.payload != nullptr && in.exponents != nullptr,
-                  "frsz2::decompress: null pointer");
+                  std::string{who} + ": null pointer");
   constexpr int threads = 256;
-  detail::decompress_kernel<F, threads>
-      <<<detail::grid_for(count, threads), threads, 0, stream>>>(in, first, out, count);
+  decompress_kernel<F, threads, Reduce>
+      <<<grid_for(count, threads), threads, 0, stream>>>(in, first, out, count, op);
   SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace detail
+
+/// Decodes values [first, first + count) of `in` to out[0..count) (device memory).
+template <format_like F>
+void decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+                std::size_t count, cudaStream_t stream) {
+  detail::launch_decompress<F, false>(in, first, out, count, core::reduce_op::sum, stream,
+                                      "frsz2::decompress");
+}
+
+/// out[i] = op(out[i], value first + i) for i < count: decoding and a reduction in one pass
+/// (what a collective does with a received message).
+template <format_like F>
+void decompress_reduce(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+                       std::size_t count, core::reduce_op op, cudaStream_t stream) {
+  detail::launch_decompress<F, true>(in, first, out, count, op, stream,
+                                     "frsz2::decompress_reduce");
 }
 
 }  // namespace squeeze::frsz2

@@ -9,7 +9,8 @@
 //
 // Its size depends on n alone (Bits/32 of the raw size, plus 2 bytes per 32 values), so
 // peers need no size exchange: the analogue of ZFP's fixed-rate mode in the seed paper.
-// decode_reduce decodes and reduces in one pass (dst[i] = op(dst[i], value i)).
+// decode_reduce decodes and reduces in one pass (dst[i] = op(dst[i], value i): frsz2::
+// decompress_reduce).
 //
 // This header meets coll::wire_codec_for by shape and includes nothing from coll::.
 #pragma once
@@ -29,26 +30,6 @@
 #include "squeeze/frsz2/format.hpp"
 
 namespace squeeze::frsz2 {
-
-namespace detail {
-
-/// dst[i] = op(dst[i], value i) over whole 32-value tiles: a warp per tile, through
-/// warp_decode (one coalesced payload load per tile).
-template <format_like F, int BlockThreads>
-SQUEEZE_KERNEL(BlockThreads)
-void decode_reduce_kernel(compressed_ref<F> in, typename F::float_type* dst, core::reduce_op op) {
-  const std::size_t n_tiles = (in.size + 31) / 32;
-  const std::size_t wstride = std::size_t{gridDim.x} * (BlockThreads / 32);
-  const unsigned lane = threadIdx.x % 32;
-  for (std::size_t t = (blockIdx.x * std::size_t{BlockThreads} + threadIdx.x) / 32; t < n_tiles;
-       t += wstride) {
-    const auto value = warp_decode<F>(in, t);
-    const std::size_t i = t * 32 + lane;
-    if (i < in.size) dst[i] = core::apply(op, dst[i], value);
-  }
-}
-
-}  // namespace detail
 
 /// FRSZ2 with codes of `Bits` bits as a collective's codec (see the file comment).
 template <int Bits, rounding Mode = rounding::nearest>
@@ -108,12 +89,7 @@ struct wire_codec {
     check_size<T>(bytes, n, "decode_reduce");
     if (n == 0) return;
     check_wire(wire, "decode_reduce");
-    SQUEEZE_EXPECTS(dst != nullptr, "frsz2::wire_codec::decode_reduce: dst is null");
-    constexpr int threads = 256;
-    detail::decode_reduce_kernel<format_for<T>, threads>
-        <<<detail::grid_for((n + 31) / 32, threads / 32), threads, 0, s>>>(view<T>(wire, n), dst,
-                                                                             op);
-    SQUEEZE_CHECK_LAUNCH();
+    decompress_reduce<format_for<T>>(view<T>(wire, n), 0, dst, n, op, s);
   }
 
  private:
