@@ -354,25 +354,25 @@ void simulate(algorithm a, reduce_op op, std::size_t granule, const Codec& codec
   }
 }
 
-std::vector<std::vector<double>> random_integers(int n, std::size_t count, std::uint64_t seed) {
+/// n ranks' inputs of `count` values drawn from `dist`.
+template <class Distribution>
+std::vector<std::vector<double>> random_inputs(int n, std::size_t count, std::uint64_t seed,
+                                               Distribution dist) {
   std::mt19937_64 rng{seed};
-  std::uniform_int_distribution<int> value{-1000, 1000};
   std::vector<std::vector<double>> x(n, std::vector<double>(count));
   for (auto& v : x) {
-    for (auto& e : v) e = value(rng);
+    for (auto& e : v) e = static_cast<double>(dist(rng));
   }
   return x;
 }
 
+std::vector<std::vector<double>> random_integers(int n, std::size_t count, std::uint64_t seed) {
+  return random_inputs(n, count, seed, std::uniform_int_distribution<int>{-1000, 1000});
+}
+
 /// Values in [-1, 1] on none of the codecs' grids.
 std::vector<std::vector<double>> random_reals(int n, std::size_t count, std::uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::uniform_real_distribution<double> value{-1.0, 1.0};
-  std::vector<std::vector<double>> x(n, std::vector<double>(count));
-  for (auto& v : x) {
-    for (auto& e : v) e = value(rng);
-  }
-  return x;
+  return random_inputs(n, count, seed, std::uniform_real_distribution<double>{-1.0, 1.0});
 }
 
 /// The reduction of all ranks' inputs, folded in rank order (in long double for sums).
