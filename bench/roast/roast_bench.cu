@@ -4,8 +4,10 @@
 // on the dense W in the same precision, in the same run: W is ROAST's own W, materialized
 // from M, so both compute the same product and the outputs are cross-checked. Also the
 // per-element HashedNet GEMM (every weight hashed on its own) at the sizes where it is
-// affordable. Reported: median ms of 20 timed runs after warm-up, TFLOPS, and in the
-// summary ROAST / cuBLAS time ratios.
+// affordable. Reported: the median device time per call (20 calls captured into a CUDA
+// graph, 20 timed replays after 3 eager warm-up calls; one call between two events would
+// count the host's work before each launch too), TFLOPS, and in the summary ROAST / cuBLAS
+// time ratios.
 //
 //   squeeze_bench_roast [--max-dim=16384] [google benchmark flags]
 #include <benchmark/benchmark.h>
@@ -55,10 +57,15 @@ struct hashednet_problem {
 
 std::map<std::string, double> ms;  // median per benchmark name
 
+/// Device time per call of `work` (on timing_stream()): 20 calls captured into a CUDA graph,
+/// its replays timed with events. The time of one call between two events, which also
+/// counts the host's work before the launch, is kept as a counter (see timing_stream()).
 template <class Work>
 void timed(benchmark::State& bs, const std::string& name, Work&& work) {
-  ms[name] = squeeze::bench::time_manual(bs, work);
+  ms[name] = squeeze::bench::time_manual_graph(bs, timing_stream(), 20, work);
   bs.counters["TFLOPS"] = 2.0 * batch * 1e-9 * bs.range(0) * bs.range(0) / ms[name];
+  bs.counters["one_call_us"] =
+      1e3 * core::time_region(timing_stream(), {.warmup = 1, .repeats = 20}, work).median_ms;
 }
 
 /// Everything one (type, size) needs, allocated on first use.
@@ -156,7 +163,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
       reg<T>(name, d, 20, [d, key, mb](benchmark::State& bs, const std::string& n, F& f) {
         timed(bs, n, [&] {
           roast::forward(f.x.data(), d, f.memory.at(mb).data(), f.maps.at(key), batch,
-                         f.y_roast.data(), d);
+                         f.y_roast.data(), d, timing_stream());
         });
         // The baseline on the same W, then the cross-check of the two outputs.
         f.materialize(key);
@@ -181,7 +188,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
              [d](benchmark::State& bs, const std::string& n, F& f) {
                timed(bs, n, [&] {
                  roast::backward_input(f.dy.data(), d, f.memory.at(4).data(), f.maps.at(4), batch,
-                                       f.dx_roast.data(), d);
+                                       f.dx_roast.data(), d, timing_stream());
                });
                f.materialize(4);
                cublas_backward_input(f.dy.data(), f.w.data(), f.dx_dense.data(), d, d);
@@ -209,7 +216,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
           if (mib != 0) options.fold = &fold.emplace(f.maps.at(4), mib << 20);
           const auto run = [&] {
             roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data(),
-                                   nullptr, options);
+                                   timing_stream(), options);
           };
           f.dm.fill_bytes(0, nullptr);
           timed(bs, n, run);
@@ -231,8 +238,8 @@ void register_type(const char* type, std::uint64_t max_dim) {
                  roast::gemm_options options;
                  options.fold = &fold;
                  roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
-                                        f.dm.data(), nullptr, options);
-                 timed(bs, n, [&] { fold.fold_strip(0, f.dm.data(), nullptr); });
+                                        f.dm.data(), timing_stream(), options);
+                 timed(bs, n, [&] { fold.fold_strip(0, f.dm.data(), timing_stream()); });
                  bs.counters.erase("TFLOPS");
                  bs.counters["workspace_bytes"] = static_cast<double>(fold.workspace_bytes());
                });
@@ -258,10 +265,11 @@ void register_type(const char* type, std::uint64_t max_dim) {
           roast::gemm_options options;
           if (folded) options.fold = &fold.emplace(map);
           timed(bs, n, [&] {
-            roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d);
-            roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d);
-            roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data(), nullptr,
-                                   options);
+            roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d, timing_stream());
+            roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d,
+                                  timing_stream());
+            roast::backward_memory(f.x.data(), d, f.dy.data(), d, map, batch, f.dm.data(),
+                                   timing_stream(), options);
           });
         });
       }
@@ -275,7 +283,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
                    roast::universal_hash::from_seed(19, f.memory.at(4).size()),
                    d,
                    roast::gms_scale(1.0, d)};
-               timed(bs, n, [&] { roast::detail::launch_simt(p, nullptr); });
+               timed(bs, n, [&] { roast::detail::launch_simt(p, timing_stream()); });
              });
     }
   }

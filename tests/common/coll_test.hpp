@@ -148,4 +148,17 @@ double max_abs(const std::vector<std::vector<T>>& in) {
   return m;
 }
 
+/// Largest |got[i] - want[i]| (want.size() values; got at least as long), infinity when a
+/// difference is NaN (std::max would skip it).
+template <class T>
+double max_abs_difference(const std::vector<T>& got, const std::vector<T>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double d = std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
+    worst = std::isnan(d) ? HUGE_VAL : std::max(worst, d);
+    if (std::isinf(worst)) break;
+  }
+  return worst;
+}
+
 }  // namespace squeeze::test

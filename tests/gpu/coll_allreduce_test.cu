@@ -41,6 +41,7 @@ using test::data_kind;
 using test::host_reduce;
 using test::make_inputs;
 using test::max_abs;
+using test::max_abs_difference;
 using test::same_bits;
 using test::trim_codec;
 static_assert(coll::wire_codec_for<frsz2::wire_codec<16>, float>);
@@ -364,10 +365,7 @@ TEST(CollSelector, RanksChooseAlikeAndResultsHold) {
     for (int r = 0; r < ranks; ++r) {
       const auto ri = static_cast<std::size_t>(r);
       EXPECT_EQ(chosen[ri][k], chosen[0][k]) << "rank " << r << " size " << sizes[k];
-      double worst = 0;
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        worst = std::max(worst, std::abs(double(results[ri][k][i]) - double(want[i])));
-      }
+      const double worst = max_abs_difference(results[ri][k], want);
       EXPECT_LE(worst, bound) << "rank " << r << " size " << sizes[k] << " path "
                               << coll::name(static_cast<coll::path>(chosen[ri][k]));
     }
@@ -570,10 +568,7 @@ TEST(CollNccl, MultiGpu) {
       EXPECT_TRUE(same_bits(got[ri], got[0])) << "rank " << r;
       EXPECT_TRUE(same_bits(got_raw[ri], want_exact)) << "rank " << r;
       EXPECT_TRUE(same_bits(native[ri], want_exact)) << "rank " << r;
-      double worst = 0;
-      for (std::size_t i = 0; i < count; ++i) {
-        worst = std::max(worst, std::abs(double(got[ri][i]) - double(want[i])));
-      }
+      const double worst = max_abs_difference(got[ri], want);
       EXPECT_LE(worst, bound) << "rank " << r;
     }
   }

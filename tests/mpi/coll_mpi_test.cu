@@ -66,10 +66,7 @@ void check(std::size_t count, coll::algorithm algorithm, core::reduce_op op, boo
   recv.copy_to(std::span<T>{got}, s);
   s.synchronize();
   const double bound = bound_per_unit * (n + 2) * n * test::max_abs(in);
-  double worst = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
-  }
+  const double worst = test::max_abs_difference(got, want);
   EXPECT_LE(worst, bound) << "rank " << r;
   if (bound_per_unit == 0) EXPECT_TRUE(test::same_bits(got, want)) << "rank " << r;
   std::vector<T> root = got;

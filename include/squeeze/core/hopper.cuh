@@ -99,16 +99,28 @@ SQUEEZE_DEVICE void cluster_sync() {
 
 // ---- bulk copies ----------------------------------------------------------------------
 
-/// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from global memory to
-/// `dst` in this block and in every block of `cta_mask` (bit i: cluster rank i), at the same
-/// offset; each destination's barrier at offset `bar` receives the bytes as transactions.
-SQUEEZE_DEVICE void bulk_copy_multicast(std::uint32_t dst, const void* src, std::uint32_t bytes,
-                                        std::uint32_t bar, std::uint16_t cta_mask) {
+/// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to
+/// `dst` in this block's shared memory, signalling the barrier at `bar` as they land.
+SQUEEZE_DEVICE void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                              std::uint32_t bar) {
 #if SQUEEZE_HOPPER_PTX
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+#endif
+}
+
+/// Loads the box at coordinates (c0 innermost, c1) of the tensor map into `dst` of this
+/// block, signalling the barrier at `bar`. The map lives in kernel parameter space.
+SQUEEZE_DEVICE void tensor_load_2d(std::uint32_t dst, const CUtensorMap* map, std::int32_t c0,
+                                   std::int32_t c1, std::uint32_t bar) {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 #endif
 }

@@ -6,6 +6,12 @@
 //
 //   auto s = core::time_region(stream, {.warmup = 3, .repeats = 20}, [&] { launch(stream); });
 //   s.median_ms ...
+//
+// time_region's events bracket the host's work too: a call that spends 10 us on the host
+// before its launch counts those 10 us when the GPU was idle. time_graph leaves them out: it
+// captures `calls` calls into a CUDA graph and times the replays (per call).
+//
+//   auto g = core::time_graph(stream, {.warmup = 3, .repeats = 20}, 20, [&] { launch(stream); });
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +22,7 @@
 #include <vector>
 
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
 
 namespace squeeze::core {
 
@@ -113,6 +120,61 @@ timing_summary time_region(cudaStream_t stream, timing_options options, Work&& w
     work();
     timer.stop();
     return static_cast<double>(timer.elapsed_ms());
+  });
+}
+
+/// `calls` runs of `work()` captured once into a CUDA graph, replayed by launch(). work must
+/// enqueue on `stream` only, a created stream (the legacy default stream cannot be
+/// captured), and must not synchronize. Run work once eagerly before, so first-call setup
+/// (module loads, cached queries) stays out of the capture.
+class captured_calls {
+ public:
+  template <class Work>
+  captured_calls(cudaStream_t stream, int calls, Work&& work) : stream_{stream}, calls_{calls} {
+    SQUEEZE_EXPECTS(calls >= 1, "core::captured_calls: calls must be at least 1");
+    SQUEEZE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      for (int i = 0; i < calls; ++i) work();
+    } catch (...) {
+      static_cast<void>(cudaStreamEndCapture(stream, &graph));  // leave the stream usable
+      if (graph != nullptr) static_cast<void>(cudaGraphDestroy(graph));
+      throw;
+    }
+    SQUEEZE_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+    const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
+    static_cast<void>(cudaGraphDestroy(graph));
+    SQUEEZE_CUDA_TRY(made);
+  }
+  captured_calls(const captured_calls&) = delete;
+  captured_calls& operator=(const captured_calls&) = delete;
+  ~captured_calls() {
+    if (exec_ != nullptr) static_cast<void>(cudaGraphExecDestroy(exec_));
+  }
+  void launch() const { SQUEEZE_CUDA_TRY(cudaGraphLaunch(exec_, stream_)); }
+  [[nodiscard]] int calls() const noexcept { return calls_; }
+
+ private:
+  cudaStream_t stream_;
+  int calls_;
+  cudaGraphExec_t exec_{nullptr};
+};
+
+/// Device time per run of `work()` (enqueued on `stream`, a created stream) without the
+/// host's part: options.warmup eager runs, then `calls` runs captured into a graph, and
+/// options.repeats replays each timed alone with a pair of events (the samples are per run).
+template <class Work>
+timing_summary time_graph(cudaStream_t stream, timing_options options, int calls, Work&& work) {
+  for (int i = 0; i < options.warmup; ++i) work();
+  SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
+  const captured_calls graph{stream, calls, work};
+  graph.launch();  // the graph's own first launch (upload) stays out of the samples
+  event_timer timer{stream};
+  return collect({.warmup = 0, .repeats = options.repeats}, [&] {
+    timer.start();
+    graph.launch();
+    timer.stop();
+    return static_cast<double>(timer.elapsed_ms()) / calls;
   });
 }
 

@@ -163,7 +163,6 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     // off lane 0's critical path (it was slower than the tensor cores at small sizes) ----
     const std::uint32_t cy = arch::cluster_rank();
     constexpr auto a_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
-    const auto b_mask = static_cast<std::uint16_t>(1u << cy);
     constexpr std::uint32_t atom_values = 1024 / sizeof(T);
     const std::uint32_t tile_groups = tile_n / 8;
     int done = 0;  // stages issued before this tile
@@ -245,27 +244,25 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
             }
             if constexpr (Pass == pass::forward) {
               if (b_units > 0) {
-                arch::bulk_copy_multicast(b_stage, source[0], first_run * 1024, full(s), b_mask);
+                arch::bulk_copy(b_stage, source[0], first_run * 1024, full(s));
               }
               for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
                 const std::uint32_t run = min(b_units - g, tile_groups);
-                arch::bulk_copy_multicast(b_stage + g * 1024, forward_source(r0, g), run * 1024,
-                                          full(s), b_mask);
+                arch::bulk_copy(b_stage + g * 1024, forward_source(r0, g), run * 1024, full(s));
                 g += run;
               }
             } else if constexpr (Pass == pass::input) {
               SQUEEZE_UNROLL
               for (int i = 0; i < sources; ++i) {
                 if (static_cast<std::uint32_t>(i) < b_units) {
-                  arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s), b_mask);
+                  arch::bulk_copy(b_stage + i * 8192, source[i], 8192, full(s));
                 }
               }
             } else {
               SQUEEZE_UNROLL
               for (int i = 0; i < blocks64; ++i) {
-                arch::tensor_load_2d_multicast(b_stage + i * 8192, &b_map,
-                                               static_cast<int>(n0 + i * bk), static_cast<int>(r0),
-                                               full(s), b_mask);
+                arch::tensor_load_2d(b_stage + i * 8192, &b_map, static_cast<int>(n0 + i * bk),
+                                     static_cast<int>(r0), full(s));
               }
             }
           }
