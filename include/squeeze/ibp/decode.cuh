@@ -30,10 +30,10 @@
 //
 // An in-place row (ibp/dataset.hpp) carries no size: load_in_place reads its participation
 // bits first, sums the lengths they imply, then reads the rest of the stream (two
-// dependent reads; prefetch() starts the first, land() does the second). A row longer than the workspace is streamed: the
-// decoder reads it group by group through two windows of the workspace (participation
-// bits, payload), so rows of any length decode with the same TempStorage (policies with
-// workspace_bytes >= 1024; smaller workspaces report such rows as status::invalid_argument).
+// dependent reads; prefetch() starts the first, land() does the second). A row longer than the
+// workspace is streamed: the decoder reads it group by group through two windows of the workspace
+// (participation bits, payload), so rows of any length decode with the same TempStorage (policies
+// with workspace_bytes >= 1024; smaller workspaces report such rows as status::invalid_argument).
 //
 // Guarantees: decoding reads only the row's stored bytes (plus whole 16-byte granules
 // inside `readable`) and writes only dst[0, tensor_bytes); a stream that ends early, has
@@ -108,20 +108,27 @@ SQUEEZE_DEVICE std::uint32_t warp_exclusive_sum(std::uint32_t v, std::uint32_t& 
 }
 
 /// pdep by runs: deposits the low bits of `bits`, in order, into the set positions of
-/// `free_mask`, one contiguous run of set bits at a time.
-SQUEEZE_DEVICE std::uint64_t deposit_runs(std::uint64_t bits, std::uint64_t free_mask) {
-  std::uint64_t out = 0;
+/// `free_mask`, one contiguous run of set bits at a time (W: 32- or 64-bit words).
+template <class W>
+SQUEEZE_DEVICE W deposit_runs(W bits, W free_mask) {
+  constexpr int width = core::word_bits<W>;
+  W out = 0;
   while (free_mask != 0) {
     const int start = core::countr_zero(free_mask);
-    const std::uint64_t shifted = free_mask >> start;
-    const int run = shifted == ~std::uint64_t{0} ? 64 - start : core::countr_zero(~shifted);
-    const std::uint64_t field = bits & core::low_mask<std::uint64_t>(static_cast<unsigned>(run));
+    const W shifted = free_mask >> start;
+    const int run = shifted == ~W{0} ? width - start : core::countr_zero(static_cast<W>(~shifted));
+    const W field = bits & core::low_mask<W>(static_cast<unsigned>(run));
     out |= field << start;
-    bits = run >= 64 ? 0 : bits >> run;
-    free_mask &= ~(core::low_mask<std::uint64_t>(static_cast<unsigned>(run)) << start);
+    bits = run >= width ? W{0} : bits >> run;
+    free_mask &= ~(core::low_mask<W>(static_cast<unsigned>(run)) << start);
   }
   return out;
 }
+
+/// The word a chunk's bits are handled in: 32 bits for chunks of up to 4 bytes (half the
+/// shifts, masks and bit counts of 64-bit words), 64 for 8-byte chunks.
+template <unsigned C>
+using chunk_word = std::conditional_t<(C <= 4), std::uint32_t, std::uint64_t>;
 
 /// Chunk i of a codebook array in global memory: one aligned load of chunk_bytes when the
 /// chunk is whole and aligned (the usual case), else byte by byte.
@@ -167,6 +174,16 @@ SQUEEZE_DEVICE std::uint64_t read_workspace_bits(const std::byte* ws, unsigned o
   return v & core::low_mask<std::uint64_t>(n);
 }
 
+/// n <= 32 bits from bit `bit` of the workspace at byte `offset` (at most 2^32 bits in):
+/// two word loads and a funnel shift. Reads the word after the one holding `bit`, which
+/// read_workspace_bits may read too.
+SQUEEZE_DEVICE std::uint32_t read_workspace_word(const std::byte* ws, unsigned offset,
+                                                 std::uint32_t bit, unsigned n) {
+  const std::uint32_t at = 8 * offset + bit;
+  const auto* words = reinterpret_cast<const std::uint32_t*>(ws) + at / 32;
+  return __funnelshift_r(words[0], words[1], at % 32) & core::low_mask<std::uint32_t>(n);
+}
+
 /// Where the decoder reads a stream that lies whole in the workspace, at byte `offset`.
 struct resident_bits {
   const std::byte* ws;
@@ -174,11 +191,15 @@ struct resident_bits {
 
   SQUEEZE_DEVICE void participation(std::uint64_t, std::uint64_t) const {}
   SQUEEZE_DEVICE void payload(std::uint64_t, std::uint64_t) const {}
-  SQUEEZE_DEVICE std::uint64_t read_participation(std::uint64_t bit, unsigned n) const {
-    return read_workspace_bits(ws, offset, bit, n);
-  }
   SQUEEZE_DEVICE std::uint64_t read_payload(std::uint64_t bit, unsigned n) const {
     return read_workspace_bits(ws, offset, bit, n);
+  }
+  /// n <= 32 bits (the stream lies in the workspace, so its bit offsets fit 32 bits).
+  SQUEEZE_DEVICE std::uint32_t read_participation_word(std::uint64_t bit, unsigned n) const {
+    return read_workspace_word(ws, offset, static_cast<std::uint32_t>(bit), n);
+  }
+  SQUEEZE_DEVICE std::uint32_t read_payload_word(std::uint64_t bit, unsigned n) const {
+    return read_workspace_word(ws, offset, static_cast<std::uint32_t>(bit), n);
   }
 };
 
@@ -213,11 +234,15 @@ struct streamed_bits {
   }
   SQUEEZE_DEVICE void participation(std::uint64_t lo, std::uint64_t hi) { ensure(p, lo, hi); }
   SQUEEZE_DEVICE void payload(std::uint64_t lo, std::uint64_t hi) { ensure(d, lo, hi); }
-  SQUEEZE_DEVICE std::uint64_t read_participation(std::uint64_t bit, unsigned n) const {
-    return read_workspace_bits(p.at, p.offset, bit - 8 * p.first, n);
-  }
   SQUEEZE_DEVICE std::uint64_t read_payload(std::uint64_t bit, unsigned n) const {
     return read_workspace_bits(d.at, d.offset, bit - 8 * d.first, n);
+  }
+  /// n <= 32 bits (offsets inside a window fit 32 bits).
+  SQUEEZE_DEVICE std::uint32_t read_participation_word(std::uint64_t bit, unsigned n) const {
+    return read_workspace_word(p.at, p.offset, static_cast<std::uint32_t>(bit - 8 * p.first), n);
+  }
+  SQUEEZE_DEVICE std::uint32_t read_payload_word(std::uint64_t bit, unsigned n) const {
+    return read_workspace_word(d.at, d.offset, static_cast<std::uint32_t>(bit - 8 * d.first), n);
   }
 };
 
@@ -284,7 +309,7 @@ struct lane_group {
     const std::uint32_t k = cb.chunks();
     first = group + core::arch::lane_id() * per_lane;
     mine = first >= k ? 0u : (k - first < per_lane ? k - first : per_lane);
-    pbits = static_cast<std::uint32_t>(mine == 0 ? 0 : stream.read_participation(first, mine));
+    pbits = mine == 0 ? 0u : stream.read_participation_word(first, mine);  // mine <= 16
     load_codebook_lane<C>(cb.mask, cb, first, mine, free);
     if (mine != 0) last_len = cb.chunk_len(first + mine - 1);
     const unsigned bytes = mine == 0 ? 0u : (mine - 1) * C + last_len;  // the row's, of 16
@@ -295,8 +320,8 @@ struct lane_group {
   }
 
   /// Free-bit mask of chunk u.
-  SQUEEZE_DEVICE std::uint64_t free_mask(unsigned u) const {
-    return lane_chunk<C>(free, u);
+  SQUEEZE_DEVICE chunk_word<C> free_mask(unsigned u) const {
+    return static_cast<chunk_word<C>>(lane_chunk<C>(free, u));
   }
 
   /// Payload bits of chunk u: its free bits when it participates, all its bits if not.
@@ -345,18 +370,27 @@ SQUEEZE_DEVICE status decode_groups(const codebook_ref& cb, std::byte* dst, std:
     std::uint64_t out[2] = {0, 0};  // this lane's 16 output bytes
 #pragma unroll
     for (unsigned u = 0; u < per_lane; ++u) {
+      using word = chunk_word<C>;
       const bool p = ((lg.pbits >> u) & 1u) != 0;
       const std::uint32_t n = lg.n(u);
-      const std::uint64_t payload = stream.read_payload(at, n);
+      word payload;
+      if constexpr (C <= 4) {
+        payload = stream.read_payload_word(at, n);
+      } else {
+        payload = stream.read_payload(at, n);
+      }
       at += n;
-      const std::uint64_t x =
-          u >= lg.mine ? 0
-          : p          ? lane_chunk<C>(bitval, u) | deposit_runs(payload, lg.free_mask(u))
-                       : payload;
+      word x = payload;  // a chunk that does not participate is stored whole
+      if (u >= lg.mine) {
+        x = 0;
+      } else if (p) {
+        x = static_cast<word>(lane_chunk<C>(bitval, u)) |
+            deposit_runs<word>(payload, lg.free_mask(u));
+      }
       if constexpr (C == 8) {
         out[u] = x;
       } else {
-        out[(u * C) / 8] |= x << (8 * ((u * C) % 8));
+        out[(u * C) / 8] |= std::uint64_t{x} << (8 * ((u * C) % 8));
       }
     }
     std::byte* row_out = dst + std::size_t{lg.first} * C;
