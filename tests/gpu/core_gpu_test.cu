@@ -68,6 +68,10 @@ SQUEEZE_KERNEL(32) void spin_kernel(long long cycles) {
   }
 }
 
+SQUEEZE_KERNEL(32) void count_kernel(int* counter) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1);
+}
+
 SQUEEZE_KERNEL(256) void sum_bytes(const std::byte* p, std::size_t n, unsigned long long* sum) {
   unsigned long long local = 0;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -235,6 +239,64 @@ TEST(CoreGpu, MappedFileIsReadByKernels) {
     EXPECT_EQ(file.bytes(), 0u);
   }
   std::remove(empty);
+}
+
+// time_graph times the device alone: a call that sleeps 5 ms on the host before a 0.25 ms
+// kernel measures ~5 ms by time_region and ~0.25 ms by time_graph, and every run counts
+// (warm-ups eagerly, the capture not at all, then calls x (1 + repeats) replays).
+TEST(CoreGpu, TimeGraphLeavesOutTheHostAndRunsEveryCall) {
+  SQUEEZE_REQUIRE_GPU();
+  int clock_khz = 0;
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  const long long cycles = clock_khz / 4;     // ~0.25 ms at the nominal clock
+  SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());  // ordered before the non-blocking stream
+  core::stream s;
+  core::device_buffer<int> counter{1};
+  counter.fill_bytes(0, s);
+  const auto work = [&] {
+    usleep(5000);
+    count_kernel<<<1, 32, 0, s>>>(counter.data());
+    spin_kernel<<<1, 32, 0, s>>>(cycles);
+  };
+  const auto region = core::time_region(s, {.warmup = 1, .repeats = 3}, work);
+  const auto graph = core::time_graph(s, {.warmup = 2, .repeats = 3}, 4, work);
+  EXPECT_GT(region.median_ms, 4.5);
+  EXPECT_GT(graph.median_ms, 0.05);
+  EXPECT_LT(graph.median_ms, 2.5);
+  EXPECT_EQ(graph.samples, 3);
+  int runs = 0;
+  SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&runs, counter.data(), sizeof runs, cudaMemcpyDeviceToHost, s));
+  s.synchronize();
+  EXPECT_EQ(runs, (1 + 3) + 2 + 4 * (1 + 3));
+}
+
+TEST(CoreGpu, CapturedCallsRejectBadUseAndLeaveTheStreamUsable) {
+  SQUEEZE_REQUIRE_GPU();
+  core::stream s;
+  core::device_buffer<int> counter{1};
+  counter.fill_bytes(0, s);
+  const auto count = [&] { count_kernel<<<1, 32, 0, s>>>(counter.data()); };
+  EXPECT_THROW(core::captured_calls(s.get(), 0, count), squeeze::invalid_argument);
+  // The legacy default stream cannot be captured.
+  EXPECT_THROW(core::captured_calls(nullptr, 1, [] {}), squeeze::cuda_error);
+  // Work that throws during the capture: the capture ends, the error comes through, and
+  // the stream runs work again.
+  int calls = 0;
+  EXPECT_THROW(core::captured_calls(s, 3,
+                                    [&] {
+                                      if (++calls == 2) throw std::runtime_error("work failed");
+                                      count();
+                                    }),
+               std::runtime_error);
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusActive;
+  SQUEEZE_CUDA_TRY(cudaStreamIsCapturing(s, &capturing));
+  EXPECT_EQ(capturing, cudaStreamCaptureStatusNone);
+  count();
+  SQUEEZE_CHECK_LAUNCH();
+  int runs = -1;
+  SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&runs, counter.data(), sizeof runs, cudaMemcpyDeviceToHost, s));
+  s.synchronize();
+  EXPECT_EQ(runs, 1);  // the captured call before the throw never ran
 }
 
 TEST(CoreGpu, EventTimerMeasuresAKnownDelay) {
