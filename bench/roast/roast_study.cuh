@@ -67,15 +67,6 @@ void fill(core::device_buffer<T>& b, std::uint64_t seed, float range) {
   SQUEEZE_CHECK_LAUNCH();
 }
 
-cublasHandle_t cublas() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t handle;
-    CUBLAS_TRY(cublasCreate(&handle));
-    return handle;
-  }();
-  return h;
-}
-
 /// The stream the timed calls run on, cuBLAS's included. Times are per call from CUDA graph
 /// replays (core::time_graph): one call between two events also counts the host's work
 /// before its launch while the GPU sits idle, and cuBLAS spends ~13 us there per GEMM on
@@ -86,10 +77,20 @@ inline cudaStream_t timing_stream() {
   static const cudaStream_t s = [] {
     cudaStream_t created = nullptr;
     SQUEEZE_CUDA_TRY(cudaStreamCreate(&created));
-    CUBLAS_TRY(cublasSetStream(cublas(), created));
     return created;
   }();
   return s;
+}
+
+/// The cuBLAS handle of the baselines, on timing_stream().
+inline cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t handle;
+    CUBLAS_TRY(cublasCreate(&handle));
+    CUBLAS_TRY(cublasSetStream(handle, timing_stream()));
+    return handle;
+  }();
+  return h;
 }
 
 /// Y (batch x N) = X (batch x K) . W (K x N), all row-major: in cuBLAS's column-major view

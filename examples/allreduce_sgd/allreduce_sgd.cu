@@ -143,10 +143,7 @@ arguments parse(int argc, char** argv) {
     } else if (parse_training_option(arg, value, args)) {  // --data --epochs --batch --seed --lr
     } else if (arg == "--variants") {
       args.variants.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        const std::string_view item = list.substr(0, comma);
+      for (const std::string_view item : squeeze_examples::list_items(arg, value())) {
         if (std::find(variant_keys.begin(), variant_keys.end(), item) == variant_keys.end()) {
           throw usage_error{"--variants: '" + std::string{item} +
                             "' is not one of native, ring, frsz2_16, frsz2_8"};
@@ -155,9 +152,7 @@ arguments parse(int argc, char** argv) {
           throw usage_error{"--variants: '" + std::string{item} + "' is named twice"};
         }
         args.variants.emplace_back(item);
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
       }
-      if (args.variants.empty()) throw usage_error{"--variants: the list is empty"};
     } else if (arg == "--algorithm") {
       const std::string_view a = value();
       if (a == "ring") {
@@ -216,7 +211,9 @@ std::pair<std::string, dataset> load_data(const arguments& args) {
 
 using world = coll::placement;
 
-world query_world() { return coll::placement_of(MPI_COMM_WORLD); }
+world query_world() {
+  return coll::placement_of(MPI_COMM_WORLD);
+}
 
 /// op of v over the ranks.
 template <class T>

@@ -119,19 +119,14 @@ arguments parse(int argc, char** argv) {
       }
     } else if (arg == "--formats") {
       args.formats.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        const std::string_view name = list.substr(0, comma);
+      for (const std::string_view name : squeeze_examples::list_items(arg, value())) {
         if (find_format(name) == nullptr) {
           throw usage_error{"--formats: unknown format '" + std::string{name} +
                             "' (known: float64, float32, float16, bfloat16, frsz2_16, frsz2_21, "
                             "frsz2_32)"};
         }
         args.formats.emplace_back(name);
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
       }
-      if (args.formats.empty()) throw usage_error{"--formats: the list is empty"};
     } else if (arg == "--tol") {
       args.tolerance = parse_number<double>(arg, value());
       if (!std::isfinite(args.tolerance) || args.tolerance < 0) {

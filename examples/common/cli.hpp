@@ -6,6 +6,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 namespace squeeze_examples {
 
@@ -32,6 +33,19 @@ T parse_number(std::string_view option, std::string_view text) {
 inline std::string_view option_value(int argc, char** argv, int& i) {
   if (i + 1 >= argc) throw usage_error{std::string{argv[i]} + " needs a value"};
   return argv[++i];
+}
+
+/// The comma-separated items of `list`, the value of `option`, in order (empty items kept,
+/// so the caller rejects them by name); a usage_error when there are none.
+inline std::vector<std::string_view> list_items(std::string_view option, std::string_view list) {
+  std::vector<std::string_view> items;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    items.push_back(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  if (items.empty()) throw usage_error{std::string{option} + ": the list is empty"};
+  return items;
 }
 
 }  // namespace squeeze_examples

@@ -98,19 +98,14 @@ arguments parse(int argc, char** argv) {
     } else if (parse_training_option(arg, value, args)) {  // --data --epochs --batch --seed --lr
     } else if (arg == "--compressions") {
       args.compressions.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        const std::string_view item = list.substr(0, comma);
+      for (const std::string_view item : squeeze_examples::list_items(arg, value())) {
         const double c = parse_number<double>(arg, item);
         if (!std::isfinite(c) || c < 1) {
           throw usage_error{"--compressions: '" + std::string{item} +
                             "' is not a compression >= 1 (dense weights / |M|)"};
         }
         args.compressions.push_back(c);
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
       }
-      if (args.compressions.empty()) throw usage_error{"--compressions: the list is empty"};
     } else if (arg == "--tile") {
       const std::string_view text = value();
       const std::size_t x = text.find('x');

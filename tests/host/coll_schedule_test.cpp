@@ -94,7 +94,7 @@ struct grid_codec_of {
   }
   double error_bound(double) const { return Offset == 0 ? step / 2 : (0.5 + Offset) * step; }
 };
-using grid_codec = grid_codec_of<8, 0.0>;           // 2^-8, idempotent
+using grid_codec = grid_codec_of<8, 0.0>;          // 2^-8, idempotent
 using offset_grid_codec = grid_codec_of<10, 0.6>;  // 2^-10, decoded 0.6 of a step above
 
 /// Rounds each value to float.
@@ -439,6 +439,23 @@ double error_bound(algorithm a, int n, reduce_op op, double delta) {
 /// Rank counts that also run the large sizes of the lossy sweeps (keeps them to seconds).
 constexpr int spot_ranks[] = {1, 2, 3, 5, 8, 13, 31, 32, 33, 63, 64};
 
+/// Runs check(granule, op, exact) for every granule of algorithm `a` and every op, with
+/// `exact` the op's reduction of x (each computed once), under a trace naming the case;
+/// stops at the first fatal failure, as an ASSERT in the loop would.
+template <class Check>
+void for_each_granule_and_op(algorithm a, int n, std::size_t count,
+                             const std::vector<std::vector<double>>& x, Check&& check) {
+  const std::vector<double> exact_of[] = {reference(x, ops[0]), reference(x, ops[1]),
+                                          reference(x, ops[2])};
+  for (std::size_t granule : granules_for(a)) {
+    for (int o = 0; o < 3; ++o) {
+      SCOPED_TRACE(describe(a, n, count, granule, ops[o]));
+      check(granule, ops[o], exact_of[o]);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 /// Every rank ends bit-identical to the others and within the codec's error of the exact
 /// reduction, for both algorithms, all ops, N = 1 ... 64 with `sizes`, and N in spot_ranks
 /// with `spot_sizes` too.
@@ -455,32 +472,28 @@ void check_identical_ranks(const Codec& codec, std::span<const std::size_t> size
       }
       for (std::size_t count : all) {
         const auto x = random_reals(n, count, 1000003u * n + count);
-        const std::vector<double> exact_of[] = {reference(x, ops[0]), reference(x, ops[1]),
-                                                reference(x, ops[2])};
-        for (std::size_t granule : granules_for(a)) {
-          for (int o = 0; o < 3; ++o) {
-            const reduce_op op = ops[o];
-            SCOPED_TRACE(describe(a, n, count, granule, op));
-            ASSERT_NO_FATAL_FAILURE(simulate(a, op, granule, codec, x, out));
-            ASSERT_EQ(out.steps, coll::steps(a, n));
-            for (int r = 1; r < n; ++r) {
-              const std::size_t i = first_difference(out.values[r], out.values[0]);
-              ASSERT_EQ(i, count) << "rank " << r << " differs from rank 0 at " << i << ": "
-                                  << out.values[r][i] << " vs " << out.values[0][i];
-            }
-            if (count == 0) continue;
-            const auto& exact = exact_of[o];
-            const double magnitude = (op == reduce_op::sum ? n : 1) * 1.01;
-            const double bound = error_bound(a, n, op, codec.error_bound(magnitude));
-            auto error = [&](std::size_t i) { return std::fabs(out.values[0][i] - exact[i]); };
-            std::size_t worst = 0;
-            for (std::size_t i = 0; i < count; ++i) {
-              if (!(error(i) <= error(worst))) worst = i;  // NaN counts as worst
-            }
-            ASSERT_LE(std::fabs(out.values[0][worst] - exact[worst]), bound)
-                << "i=" << worst << " got " << out.values[0][worst] << " exact " << exact[worst];
-          }
-        }
+        for_each_granule_and_op(
+            a, n, count, x,
+            [&](std::size_t granule, reduce_op op, const std::vector<double>& exact) {
+              ASSERT_NO_FATAL_FAILURE(simulate(a, op, granule, codec, x, out));
+              ASSERT_EQ(out.steps, coll::steps(a, n));
+              for (int r = 1; r < n; ++r) {
+                const std::size_t i = first_difference(out.values[r], out.values[0]);
+                ASSERT_EQ(i, count) << "rank " << r << " differs from rank 0 at " << i << ": "
+                                    << out.values[r][i] << " vs " << out.values[0][i];
+              }
+              if (count == 0) return;
+              const double magnitude = (op == reduce_op::sum ? n : 1) * 1.01;
+              const double bound = error_bound(a, n, op, codec.error_bound(magnitude));
+              auto error = [&](std::size_t i) { return std::fabs(out.values[0][i] - exact[i]); };
+              std::size_t worst = 0;
+              for (std::size_t i = 0; i < count; ++i) {
+                if (!(error(i) <= error(worst))) worst = i;  // NaN counts as worst
+              }
+              ASSERT_LE(std::fabs(out.values[0][worst] - exact[worst]), bound)
+                  << "i=" << worst << " got " << out.values[0][worst] << " exact " << exact[worst];
+            });
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
@@ -494,22 +507,18 @@ TEST(CollSchedule, ExactCodecGivesEveryRankTheExactReduction) {
     for (int n = 1; n <= max_ranks; ++n) {
       for (std::size_t count : counts) {
         const auto x = random_integers(n, count, 7919u * n + count);
-        const std::vector<double> exact_of[] = {reference(x, ops[0]), reference(x, ops[1]),
-                                                reference(x, ops[2])};
-        for (std::size_t granule : granules_for(a)) {
-          for (int o = 0; o < 3; ++o) {
-            const reduce_op op = ops[o];
-            SCOPED_TRACE(describe(a, n, count, granule, op));
-            const auto& exact = exact_of[o];
-            ASSERT_NO_FATAL_FAILURE(simulate(a, op, granule, identity_codec{}, x, out));
-            ASSERT_EQ(out.steps, coll::steps(a, n));
-            for (int r = 0; r < n; ++r) {
-              const std::size_t i = first_difference(out.values[r], exact);
-              ASSERT_EQ(i, count) << "rank " << r << " at " << i << ": " << out.values[r][i]
-                                  << ", exact " << exact[i];
-            }
-          }
-        }
+        for_each_granule_and_op(
+            a, n, count, x,
+            [&](std::size_t granule, reduce_op op, const std::vector<double>& exact) {
+              ASSERT_NO_FATAL_FAILURE(simulate(a, op, granule, identity_codec{}, x, out));
+              ASSERT_EQ(out.steps, coll::steps(a, n));
+              for (int r = 0; r < n; ++r) {
+                const std::size_t i = first_difference(out.values[r], exact);
+                ASSERT_EQ(i, count) << "rank " << r << " at " << i << ": " << out.values[r][i]
+                                    << ", exact " << exact[i];
+              }
+            });
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
