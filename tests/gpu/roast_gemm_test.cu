@@ -102,9 +102,10 @@ struct problem {
         w{roast::materialize(map, memory.data(), to_f<T>)} {}
 };
 
+/// pad: Y's rows are c.n + pad elements apart; the padding must keep its (poison) bytes.
 template <class T, class Out>
-void check_forward(const gemm_case& c, std::uint64_t seed) {
-  SCOPED_TRACE(describe(c));
+void check_forward(const gemm_case& c, std::uint64_t seed, std::uint64_t pad = 0) {
+  SCOPED_TRACE(describe(c) + " row pitch " + std::to_string(c.n + pad));
   const problem<T> p{c, seed};
   const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
   const auto ref = squeeze::test::multiply(
@@ -113,12 +114,28 @@ void check_forward(const gemm_case& c, std::uint64_t seed) {
 
   auto d_memory = upload(p.memory);
   auto d_x = upload(x);
-  core::device_buffer<Out> d_y{c.batch * c.n};
+  const std::uint64_t ld = c.n + pad;
+  core::device_buffer<Out> d_y{c.batch * ld};
   d_y.fill_bytes(0xFF, nullptr);  // NaN in every float type
-  roast::forward(d_x.data(), c.k, d_memory.data(), p.map, c.batch, d_y.data(), c.n, nullptr,
+  roast::forward(d_x.data(), c.k, d_memory.data(), p.map, c.batch, d_y.data(), ld, nullptr,
                  c.options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
-  expect_close(download(d_y), ref, product_tolerance<T>(c, c.k), "forward");
+  const auto all = download(d_y);
+  std::vector<Out> y(c.batch * c.n);
+  std::size_t padding_written = 0;
+  unsigned char poison[sizeof(Out)];
+  std::memset(poison, 0xFF, sizeof(Out));
+  for (std::uint64_t m = 0; m < c.batch; ++m) {
+    for (std::uint64_t n = 0; n < ld; ++n) {
+      if (n < c.n) {
+        y[m * c.n + n] = all[m * ld + n];
+      } else if (std::memcmp(&all[m * ld + n], poison, sizeof(Out)) != 0) {
+        ++padding_written;
+      }
+    }
+  }
+  EXPECT_EQ(padding_written, 0u) << "forward wrote between Y's rows";
+  expect_close(y, ref, product_tolerance<T>(c, c.k), "forward");
 }
 
 template <class T, class Out>
@@ -238,6 +255,20 @@ TEST(RoastGemm, ForwardFp16) {
   for (const auto& c : cases_16bit()) {
     check_forward<__half, float>(c, seed);
     check_forward<__half, __half>(c, seed++);
+  }
+}
+
+// Y with a row pitch wider than N: 16-byte aligned rows (the epilogue's vector stores) and
+// rows that are not (element stores), for 16-bit and fp32 outputs; tails in both.
+TEST(RoastGemm, ForwardStridedOutput) {
+  SQUEEZE_REQUIRE_GPU();
+  for (const std::uint64_t pad : {8u, 13u}) {
+    for (const gemm_case& c : {gemm_case{200, 328, 200, {64, 64}, false, 40000},
+                               gemm_case{130, 256, 520, {64, 256}, true, 70000}}) {
+      check_forward<__nv_bfloat16, __nv_bfloat16>(c, 900 + pad, pad);
+      check_forward<__nv_bfloat16, float>(c, 950 + pad, pad);
+      check_forward<float, float>(c, 980 + pad, pad);
+    }
   }
 }
 

@@ -15,7 +15,8 @@
 // the output columns form a cluster and share A (each copies half, multicast to both).
 // Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), B = BN x 128 bytes; mbarriers
 // `full` (expect-tx by the producer, completed by the copies) and `empty` (one arrival per
-// consumer warp of both blocks).
+// consumer warp of both blocks). Y and dX leave through 4 KiB of shared memory per consumer
+// warp (`store_rows_staged`), as whole rows of 16-byte stores.
 #pragma once
 
 #include <cuda.h>
@@ -70,18 +71,32 @@ inline constexpr int wg_stages = BN == 256   ? 4
                                  : BN == 128 ? 6
                                              : 8;
 
+/// The epilogue's staging area: 16 rows x 64 fp32 columns (4 KiB) per consumer warp.
+inline constexpr int wg_staging_bytes = (wg_consumers / 32) * 4096;
+
 template <int BN>
 inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
-                                     2 * wg_stages<BN> * 8;
+                                     wg_staging_bytes + 2 * wg_stages<BN> * 8;
 
-/// Stores two adjacent outputs (col, col + 1) of one row, guarded by the shape.
-template <class Out>
-SQUEEZE_DEVICE void store_pair(Out* out, std::uint64_t ld, std::uint32_t rows, std::uint32_t cols,
-                               std::uint32_t row, std::uint32_t col, float v0, float v1,
-                               bool pairs_aligned) {
-  if (row >= rows || col >= cols) return;
-  Out* p = out + row * ld + col;
-  if (pairs_aligned && col + 1 < cols) {
+/// Stores one warp's 16 rows x BN columns of accumulators (m64nINk fragments: lane l holds
+/// rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1} of each IN-column block j, to be
+/// multiplied by scale[j]) at out[row0.., col0..], guarded by the shape. Written straight
+/// from the fragments, each store instruction would put 8- or 16-byte pieces into eight
+/// rows; instead 64 columns at a time go through the warp's 4 KiB of shared memory
+/// (`staging`, 16-byte chunks swizzled by row so that neither side conflicts on banks) and
+/// leave as whole rows of 16-byte stores (element stores where the rows are not 16-byte
+/// aligned or the shape ends inside a chunk).
+template <class Out, int BN, int IN>
+SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)[BN / IN][IN / 2],
+                                      const float (&scale)[BN / IN], Out* out, std::uint64_t ld,
+                                      std::uint32_t rows, std::uint32_t cols, std::uint32_t row0,
+                                      std::uint32_t col0, bool vectors, int lane) {
+  constexpr int row_bytes = 64 * static_cast<int>(sizeof(Out));
+  constexpr int chunks = row_bytes / 16;  // 16-byte chunks per staged row
+  constexpr int per_chunk = 16 / static_cast<int>(sizeof(Out));
+  const int r = lane / 4;
+  const auto put = [&](int row, int byte, float v0, float v1) {
+    unsigned char* p = staging + row * row_bytes + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
     if constexpr (std::is_same_v<Out, float>) {
       *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
     } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
@@ -89,10 +104,42 @@ SQUEEZE_DEVICE void store_pair(Out* out, std::uint64_t ld, std::uint32_t rows, s
     } else {
       *reinterpret_cast<__half2*>(p) = __floats2half2_rn(v0, v1);
     }
-    return;
+  };
+  SQUEEZE_UNROLL
+  for (int c = 0; c < BN / 64; ++c) {
+    SQUEEZE_UNROLL
+    for (int g = 0; g < 8; ++g) {
+      const int col = 64 * c + 8 * g;  // this group's first column in the tile
+      const int j = col / IN;
+      const int i = (col % IN) / 8;
+      const int byte = (8 * g + 2 * (lane % 4)) * static_cast<int>(sizeof(Out));
+      put(r, byte, scale[j] * acc[j][4 * i], scale[j] * acc[j][4 * i + 1]);
+      put(r + 8, byte, scale[j] * acc[j][4 * i + 2], scale[j] * acc[j][4 * i + 3]);
+    }
+    __syncwarp();
+#pragma unroll 2  // fully unrolled, the loads and addresses in flight spill at BN = 256
+    for (int k = 0; k < 16 * chunks / 32; ++k) {
+      const int v = lane + 32 * k;
+      const int row = v / chunks;
+      const int q = v % chunks;
+      const uint4 data =
+          *reinterpret_cast<const uint4*>(staging + row * row_bytes + ((q ^ (row % 8)) * 16));
+      const std::uint32_t out_row = row0 + static_cast<std::uint32_t>(row);
+      const std::uint32_t out_col = col0 + static_cast<std::uint32_t>(64 * c + q * per_chunk);
+      if (out_row >= rows || out_col >= cols) continue;
+      Out* p = out + out_row * ld + out_col;
+      if (vectors && out_col + per_chunk <= cols) {
+        *reinterpret_cast<uint4*>(p) = data;
+      } else {
+        const Out* e = reinterpret_cast<const Out*>(&data);
+        SQUEEZE_UNROLL
+        for (int t = 0; t < per_chunk; ++t) {
+          if (out_col + static_cast<std::uint32_t>(t) < cols) p[t] = e[t];
+        }
+      }
+    }
+    __syncwarp();  // the next 64 columns overwrite the staging area
   }
-  p[0] = from_float<Out>(v0);
-  if (col + 1 < cols) p[1] = from_float<Out>(v1);
 }
 
 /// BN: output columns per block; IN: columns per wgmma (a tile's sign applies to whole
@@ -123,7 +170,8 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
 
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t smem = (arch::shared_address(smem_raw) + 1023) & ~1023u;
-  const std::uint32_t bars = smem + stages * stage_bytes;
+  const std::uint32_t staging = smem + stages * stage_bytes;  // wg_staging_bytes
+  const std::uint32_t bars = staging + wg_staging_bytes;
   const auto full = [&](int s) { return bars + static_cast<std::uint32_t>(s) * 8; };
   const auto empty = [&](int s) { return bars + static_cast<std::uint32_t>(stages + s) * 8; };
 
@@ -414,21 +462,15 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
           }
         }
       } else {
-        const bool pairs_aligned =
-            args.ld_out % 2 == 0 && core::misalignment(args.out, 2 * sizeof(Out)) == 0;
+        const bool vectors = (args.ld_out * sizeof(Out)) % 16 == 0 &&
+                             core::misalignment(args.out, 16) == 0;
+        float scale[BN / IN];
         SQUEEZE_UNROLL
-        for (int j = 0; j < BN / IN; ++j) {
-          const float a = flipped[j] ? -alpha : alpha;
-          SQUEEZE_UNROLL
-          for (int i = 0; i < IN / 8; ++i) {
-            const std::uint32_t col =
-                n0 + static_cast<std::uint32_t>(j * IN + i * 8 + 2 * (lane % 4));
-            store_pair(args.out, args.ld_out, args.rows, args.cols, row0, col, a * acc[j][4 * i],
-                       a * acc[j][4 * i + 1], pairs_aligned);
-            store_pair(args.out, args.ld_out, args.rows, args.cols, row0 + 8, col,
-                       a * acc[j][4 * i + 2], a * acc[j][4 * i + 3], pairs_aligned);
-          }
-        }
+        for (int j = 0; j < BN / IN; ++j) scale[j] = flipped[j] ? -alpha : alpha;
+        store_rows_staged<Out, BN, IN>(smem_raw + (staging - arch::shared_address(smem_raw)) +
+                                           warp * 4096,
+                                       acc, scale, args.out, args.ld_out, args.rows, args.cols,
+                                       row0 - lane / 4, n0, vectors, lane);
       }
     }
   }
