@@ -87,14 +87,24 @@ SQUEEZE_DEVICE std::uint32_t cluster_rank() {
   return r;
 }
 
+/// The two halves of cluster_sync, for work in between that needs no other block: every
+/// thread of the cluster arrives (releasing its writes), later waits for all the others.
+/// Called by whole warps.
+SQUEEZE_DEVICE void cluster_arrive() {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+SQUEEZE_DEVICE void cluster_wait() {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
 /// Every thread of every block of the cluster arrives, then waits for all the others.
 SQUEEZE_DEVICE void cluster_sync() {
-#if SQUEEZE_HOPPER_PTX
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
-#endif
+  cluster_arrive();
+  cluster_wait();
 }
 
 // ---- bulk copies ----------------------------------------------------------------------

@@ -74,9 +74,12 @@ inline constexpr int wg_stages = BN == 256   ? 4
 /// The epilogue's staging area: 16 rows x 64 fp32 columns (4 KiB) per consumer warp.
 inline constexpr int wg_staging_bytes = (wg_consumers / 32) * 4096;
 
+/// The producer's table of B sources: 32 stages x up to 4 pointers.
+inline constexpr int wg_source_bytes = 32 * 4 * 8;
+
 template <int BN>
 inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
-                                     wg_staging_bytes + 2 * wg_stages<BN> * 8;
+                                     wg_staging_bytes + 2 * wg_stages<BN> * 8 + wg_source_bytes;
 
 /// Stores one warp's 16 rows x BN columns of accumulators (m64nINk fragments: lane l holds
 /// rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1} of each IN-column block j, to be
@@ -174,6 +177,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   const std::uint32_t bars = staging + wg_staging_bytes;
   const auto full = [&](int s) { return bars + static_cast<std::uint32_t>(s) * 8; };
   const auto empty = [&](int s) { return bars + static_cast<std::uint32_t>(stages + s) * 8; };
+  const std::uint32_t source_table = bars + 2 * stages * 8;  // wg_source_bytes
 
   const mapping& map = args.map;
   const int tid = static_cast<int>(threadIdx.x);
@@ -203,12 +207,17 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     arch::fence_mbarrier_init();
   }
   __syncthreads();
-  arch::cluster_sync();
+  // The peer's barriers must be initialized before the first multicast into it or arrival
+  // on it: every warp waits for the cluster before that, and the producer works out its
+  // first sources in between (the wait takes about 1000 cycles, as long as the sources).
+  arch::cluster_arrive();
 
   if (warp == wg_consumers / 32) {
     // ---- producer warp: lane 0 issues every copy. Where a stage's B comes from takes a
-    // hash and a few divisions: all lanes work that out, 32 stages at a time, so it stays
-    // off lane 0's critical path (it was slower than the tensor cores at small sizes) ----
+    // hash and a few divisions: all lanes work that out, 32 stages at a time, into a table
+    // in shared memory, so it stays off lane 0's critical path (it was slower than the
+    // tensor cores at small sizes) ----
+    bool cluster_ready = false;
     const std::uint32_t cy = arch::cluster_rank();
     constexpr auto a_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
     constexpr std::uint32_t atom_values = 1024 / sizeof(T);
@@ -249,77 +258,88 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
       };
       constexpr int sources = Pass == pass::input ? blocks64 : 1;
-      for (int base = 0; base < k_tiles; base += 32) {
+      // Lane l: the B sources of stage base + l.
+      const auto lane_sources = [&](int base, const T* (&out)[sources]) {
         const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
-        const T* mine[sources];
         SQUEEZE_UNROLL
-        for (int i = 0; i < sources; ++i) mine[i] = args.memory;
+        for (int i = 0; i < sources; ++i) out[i] = args.memory;
         if (base + lane < k_tiles) {
           if constexpr (Pass == pass::forward) {
-            if (b_units > 0) mine[0] = forward_source(r_mine, 0);
+            if (b_units > 0) out[0] = forward_source(r_mine, 0);
           } else if constexpr (Pass == pass::input) {
             SQUEEZE_UNROLL
             for (int i = 0; i < sources; ++i) {
-              if (static_cast<std::uint32_t>(i) < b_units) mine[i] = input_source(r_mine, i);
+              if (static_cast<std::uint32_t>(i) < b_units) out[i] = input_source(r_mine, i);
             }
           }
         }
+      };
+      static_assert(sources * 8 * 32 <= wg_source_bytes);
+      const T** table =
+          reinterpret_cast<const T**>(smem_raw + (source_table - arch::shared_address(smem_raw)));
+      for (int base = 0; base < k_tiles; base += 32) {
+        const T* mine[sources];
+        lane_sources(base, mine);
+        SQUEEZE_UNROLL
+        for (int i = 0; i < sources; ++i) table[lane * sources + i] = mine[i];
+        if (!cluster_ready) {
+          arch::cluster_wait();
+          cluster_ready = true;
+        }
+        __syncwarp();
         const int count = min(32, k_tiles - base);
-        for (int t = 0; t < count; ++t) {
+        for (int t = 0; lane == 0 && t < count; ++t) {
           const T* source[sources];
           SQUEEZE_UNROLL
-          for (int i = 0; i < sources; ++i) {
-            source[i] = reinterpret_cast<const T*>(
-                __shfl_sync(full_warp_mask, reinterpret_cast<std::uintptr_t>(mine[i]), t));
+          for (int i = 0; i < sources; ++i) source[i] = table[t * sources + i];
+          const int kt = base + t;
+          const int it = done + kt;
+          const int s = it % stages;
+          if (it >= stages) arch::mbarrier_wait(empty(s), ((it / stages) - 1) & 1);
+          arch::mbarrier_arrive_expect_tx(full(s), stage_tx);
+          const std::uint32_t stage = smem + s * stage_bytes;
+          const std::uint32_t b_stage = stage + a_bytes;
+          const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+          // A: this block's half, multicast to both blocks of the cluster.
+          if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
+            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
+                                           static_cast<int>(m0 + cy * 64), full(s), a_mask);
+          } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
+            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
+                                           static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
+                                           full(s), a_mask);
           }
-          if (lane == 0) {
-            const int kt = base + t;
-            const int it = done + kt;
-            const int s = it % stages;
-            if (it >= stages) arch::mbarrier_wait(empty(s), ((it / stages) - 1) & 1);
-            arch::mbarrier_arrive_expect_tx(full(s), stage_tx);
-            const std::uint32_t stage = smem + s * stage_bytes;
-            const std::uint32_t b_stage = stage + a_bytes;
-            const auto r0 = static_cast<std::uint32_t>(kt) * bk;
-            // A: this block's half, multicast to both blocks of the cluster.
-            if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
-              arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
-                                             static_cast<int>(m0 + cy * 64), full(s), a_mask);
-            } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
-              arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
-                                             static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
-                                             full(s), a_mask);
+          if constexpr (Pass == pass::forward) {
+            if (b_units > 0) {
+              arch::bulk_copy(b_stage, source[0], first_run * 1024, full(s));
             }
-            if constexpr (Pass == pass::forward) {
-              if (b_units > 0) {
-                arch::bulk_copy(b_stage, source[0], first_run * 1024, full(s));
-              }
-              for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
-                const std::uint32_t run = min(b_units - g, tile_groups);
-                arch::bulk_copy(b_stage + g * 1024, forward_source(r0, g), run * 1024, full(s));
-                g += run;
-              }
-            } else if constexpr (Pass == pass::input) {
-              SQUEEZE_UNROLL
-              for (int i = 0; i < sources; ++i) {
-                if (static_cast<std::uint32_t>(i) < b_units) {
-                  arch::bulk_copy(b_stage + i * 8192, source[i], 8192, full(s));
-                }
-              }
-            } else {
-              SQUEEZE_UNROLL
-              for (int i = 0; i < blocks64; ++i) {
-                arch::tensor_load_2d(b_stage + i * 8192, &b_map, static_cast<int>(n0 + i * bk),
-                                     static_cast<int>(r0), full(s));
+            for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
+              const std::uint32_t run = min(b_units - g, tile_groups);
+              arch::bulk_copy(b_stage + g * 1024, forward_source(r0, g), run * 1024, full(s));
+              g += run;
+            }
+          } else if constexpr (Pass == pass::input) {
+            SQUEEZE_UNROLL
+            for (int i = 0; i < sources; ++i) {
+              if (static_cast<std::uint32_t>(i) < b_units) {
+                arch::bulk_copy(b_stage + i * 8192, source[i], 8192, full(s));
               }
             }
+          } else {
+            SQUEEZE_UNROLL
+            for (int i = 0; i < blocks64; ++i) {
+              arch::tensor_load_2d(b_stage + i * 8192, &b_map, static_cast<int>(n0 + i * bk),
+                                   static_cast<int>(r0), full(s));
+            }
           }
-          __syncwarp();
         }
+        __syncwarp();  // lane 0 has read the table before the next 32 stages overwrite it
       }
     }
+    if (!cluster_ready) arch::cluster_wait();
   } else {
     // ---- consumers: 2 warpgroups of wgmma ----
+    arch::cluster_wait();
     const int wg = warp / 4;
     int done = 0;  // stages consumed before this tile
     for (std::uint32_t ct = blockIdx.x; ct < cluster_tiles; ct += gridDim.x, done += k_tiles) {
