@@ -15,7 +15,7 @@
 // the output columns form a cluster and share A (each copies half, multicast to both).
 // Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), B = BN x 128 bytes; mbarriers
 // `full` (expect-tx by the producer, completed by the copies) and `empty` (one arrival per
-// consumer warp of both blocks). Y and dX leave through 4 KiB of shared memory per consumer
+// consumer warp of both blocks). Y and dX leave through 2 KiB of shared memory per consumer
 // warp (`store_rows_staged`), as whole rows of 16-byte stores.
 #pragma once
 
@@ -71,11 +71,13 @@ inline constexpr int wg_stages = BN == 256   ? 4
                                  : BN == 128 ? 6
                                              : 8;
 
-/// The epilogue's staging area: 16 rows x 64 fp32 columns (4 KiB) per consumer warp.
-inline constexpr int wg_staging_bytes = (wg_consumers / 32) * 4096;
+/// The epilogue's staging area: 16 rows x 128 bytes (2 KiB) per consumer warp.
+inline constexpr int wg_staging_bytes = (wg_consumers / 32) * 2048;
 
-/// The producer's table of B sources: 32 stages x up to 4 pointers.
-inline constexpr int wg_source_bytes = 32 * 4 * 8;
+/// The producer works out B's sources this many stages at a time, into a table of up to 4
+/// pointers a stage.
+inline constexpr int wg_source_batch = 64;
+inline constexpr int wg_source_bytes = wg_source_batch * 4 * 8;
 
 template <int BN>
 inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
@@ -85,18 +87,19 @@ inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 102
 /// rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1} of each IN-column block j, to be
 /// multiplied by scale[j]) at out[row0.., col0..], guarded by the shape. Written straight
 /// from the fragments, each store instruction would put 8- or 16-byte pieces into eight
-/// rows; instead 64 columns at a time go through the warp's 4 KiB of shared memory
-/// (`staging`, 16-byte chunks swizzled by row so that neither side conflicts on banks) and
-/// leave as whole rows of 16-byte stores (element stores where the rows are not 16-byte
-/// aligned or the shape ends inside a chunk).
+/// rows; instead 128 bytes of columns at a time go through the warp's 2 KiB of shared
+/// memory (`staging`, 16-byte chunks swizzled by row so that the reads do not conflict on
+/// banks) and leave as whole 128-byte rows of 16-byte stores (element stores where the rows
+/// are not 16-byte aligned or the shape ends inside a chunk).
 template <class Out, int BN, int IN>
 SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)[BN / IN][IN / 2],
                                       const float (&scale)[BN / IN], Out* out, std::uint64_t ld,
                                       std::uint32_t rows, std::uint32_t cols, std::uint32_t row0,
                                       std::uint32_t col0, bool vectors, int lane) {
-  constexpr int row_bytes = 64 * static_cast<int>(sizeof(Out));
+  constexpr int row_bytes = 128;
   constexpr int chunks = row_bytes / 16;  // 16-byte chunks per staged row
   constexpr int per_chunk = 16 / static_cast<int>(sizeof(Out));
+  constexpr int span = row_bytes / static_cast<int>(sizeof(Out));  // columns per pass
   const int r = lane / 4;
   const auto put = [&](int row, int byte, float v0, float v1) {
     unsigned char* p = staging + row * row_bytes + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
@@ -109,10 +112,10 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
     }
   };
   SQUEEZE_UNROLL
-  for (int c = 0; c < BN / 64; ++c) {
+  for (int c = 0; c < BN / span; ++c) {
     SQUEEZE_UNROLL
-    for (int g = 0; g < 8; ++g) {
-      const int col = 64 * c + 8 * g;  // this group's first column in the tile
+    for (int g = 0; g < span / 8; ++g) {
+      const int col = span * c + 8 * g;  // this group's first column in the tile
       const int j = col / IN;
       const int i = (col % IN) / 8;
       const int byte = (8 * g + 2 * (lane % 4)) * static_cast<int>(sizeof(Out));
@@ -128,7 +131,7 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
       const uint4 data =
           *reinterpret_cast<const uint4*>(staging + row * row_bytes + ((q ^ (row % 8)) * 16));
       const std::uint32_t out_row = row0 + static_cast<std::uint32_t>(row);
-      const std::uint32_t out_col = col0 + static_cast<std::uint32_t>(64 * c + q * per_chunk);
+      const std::uint32_t out_col = col0 + static_cast<std::uint32_t>(span * c + q * per_chunk);
       if (out_row >= rows || out_col >= cols) continue;
       Out* p = out + out_row * ld + out_col;
       if (vectors && out_col + per_chunk <= cols) {
@@ -141,7 +144,7 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
         }
       }
     }
-    __syncwarp();  // the next 64 columns overwrite the staging area
+    __syncwarp();  // the next pass overwrites the staging area
   }
 }
 
@@ -214,9 +217,10 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
 
   if (warp == wg_consumers / 32) {
     // ---- producer warp: lane 0 issues every copy. Where a stage's B comes from takes a
-    // hash and a few divisions: all lanes work that out, 32 stages at a time, into a table
-    // in shared memory, so it stays off lane 0's critical path (it was slower than the
-    // tensor cores at small sizes) ----
+    // hash and a few divisions: all lanes work that out, wg_source_batch stages at a time
+    // (each lane independent chains for stages lane, lane + 32, ...), into a table in
+    // shared memory, so it stays off lane 0's critical path (it was slower than the tensor
+    // cores at small sizes) ----
     bool cluster_ready = false;
     const std::uint32_t cy = arch::cluster_rank();
     constexpr auto a_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
@@ -274,20 +278,24 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
           }
         }
       };
-      static_assert(sources * 8 * 32 <= wg_source_bytes);
+      static_assert(sources * 8 * wg_source_batch <= wg_source_bytes);
       const T** table =
           reinterpret_cast<const T**>(smem_raw + (source_table - arch::shared_address(smem_raw)));
-      for (int base = 0; base < k_tiles; base += 32) {
-        const T* mine[sources];
-        lane_sources(base, mine);
+      for (int base = 0; base < k_tiles; base += wg_source_batch) {
         SQUEEZE_UNROLL
-        for (int i = 0; i < sources; ++i) table[lane * sources + i] = mine[i];
+        for (int h = 0; h < wg_source_batch / 32; ++h) {
+          if (base + 32 * h >= k_tiles) break;  // warp-uniform
+          const T* mine[sources];
+          lane_sources(base + 32 * h, mine);
+          SQUEEZE_UNROLL
+          for (int i = 0; i < sources; ++i) table[(32 * h + lane) * sources + i] = mine[i];
+        }
         if (!cluster_ready) {
           arch::cluster_wait();
           cluster_ready = true;
         }
         __syncwarp();
-        const int count = min(32, k_tiles - base);
+        const int count = min(wg_source_batch, k_tiles - base);
         for (int t = 0; lane == 0 && t < count; ++t) {
           const T* source[sources];
           SQUEEZE_UNROLL
@@ -333,7 +341,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
             }
           }
         }
-        __syncwarp();  // lane 0 has read the table before the next 32 stages overwrite it
+        __syncwarp();  // lane 0 has read the table before the next batch overwrites it
       }
     }
     if (!cluster_ready) arch::cluster_wait();
@@ -488,7 +496,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
         SQUEEZE_UNROLL
         for (int j = 0; j < BN / IN; ++j) scale[j] = flipped[j] ? -alpha : alpha;
         store_rows_staged<Out, BN, IN>(smem_raw + (staging - arch::shared_address(smem_raw)) +
-                                           warp * 4096,
+                                           warp * 2048,
                                        acc, scale, args.out, args.ld_out, args.rows, args.cols,
                                        row0 - lane / 4, n0, vectors, lane);
       }
