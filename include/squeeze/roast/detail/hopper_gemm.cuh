@@ -80,8 +80,8 @@ inline constexpr int wg_source_batch = 64;
 inline constexpr int wg_source_bytes = wg_source_batch * 4 * 8;
 
 template <int BN>
-inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 +
-                                     wg_staging_bytes + 2 * wg_stages<BN> * 8 + wg_source_bytes;
+inline constexpr int wg_smem_bytes = wg_stages<BN>*(wg_block_m + BN) * 128 + 1024 + wg_staging_bytes
+                                     + 2 * wg_stages<BN> * 8 + wg_source_bytes;
 
 /// Stores one warp's 16 rows x BN columns of accumulators (m64nINk fragments: lane l holds
 /// rows l/4 and l/4 + 8, columns 8i + 2(l%4) + {0, 1} of each IN-column block j, to be
@@ -123,7 +123,7 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
       put(r + 8, byte, scale[j] * acc[j][4 * i + 2], scale[j] * acc[j][4 * i + 3]);
     }
     __syncwarp();
-#pragma unroll 2  // fully unrolled, the loads and addresses in flight spill at BN = 256
+#pragma unroll 2  // fully unrolled, BN = 256 reaches the 168-register cap
     for (int k = 0; k < 16 * chunks / 32; ++k) {
       const int v = lane + 32 * k;
       const int row = v / chunks;
@@ -212,7 +212,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   __syncthreads();
   // The peer's barriers must be initialized before the first multicast into it or arrival
   // on it: every warp waits for the cluster before that, and the producer works out its
-  // first sources in between (the wait takes about 1000 cycles, as long as the sources).
+  // first sources in between (each takes about 1000 cycles).
   arch::cluster_arrive();
 
   if (warp == wg_consumers / 32) {
@@ -263,7 +263,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
       };
       constexpr int sources = Pass == pass::input ? blocks64 : 1;
       // Lane l: the B sources of stage base + l.
-      const auto lane_sources = [&](int base, const T* (&out)[sources]) {
+      const auto lane_sources = [&](int base, const T*(&out)[sources]) {
         const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
         SQUEEZE_UNROLL
         for (int i = 0; i < sources; ++i) out[i] = args.memory;
@@ -490,15 +490,14 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
           }
         }
       } else {
-        const bool vectors = (args.ld_out * sizeof(Out)) % 16 == 0 &&
-                             core::misalignment(args.out, 16) == 0;
+        const bool vectors =
+            (args.ld_out * sizeof(Out)) % 16 == 0 && core::misalignment(args.out, 16) == 0;
         float scale[BN / IN];
         SQUEEZE_UNROLL
         for (int j = 0; j < BN / IN; ++j) scale[j] = flipped[j] ? -alpha : alpha;
-        store_rows_staged<Out, BN, IN>(smem_raw + (staging - arch::shared_address(smem_raw)) +
-                                           warp * 2048,
-                                       acc, scale, args.out, args.ld_out, args.rows, args.cols,
-                                       row0 - lane / 4, n0, vectors, lane);
+        store_rows_staged<Out, BN, IN>(
+            smem_raw + (staging - arch::shared_address(smem_raw)) + warp * 2048, acc, scale,
+            args.out, args.ld_out, args.rows, args.cols, row0 - lane / 4, n0, vectors, lane);
       }
     }
   }
