@@ -30,6 +30,11 @@ SQUEEZE_DEVICE std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// Generic pointer to a shared-memory address: the inverse of shared_address.
+SQUEEZE_DEVICE void* shared_pointer(std::uint32_t address) {
+  return __cvta_shared_to_generic(address);
+}
+
 /// Asynchronous 16-byte copy global -> shared, L2 only (cp.async.cg). Both addresses
 /// 16-byte aligned. Falls back to a synchronous copy before sm_80.
 SQUEEZE_DEVICE void cp_async_16(void* smem, const void* gmem) {

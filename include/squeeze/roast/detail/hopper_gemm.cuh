@@ -262,8 +262,8 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
       };
       constexpr int sources = Pass == pass::input ? blocks64 : 1;
-      // Lane l: the B sources of stage base + l.
-      const auto lane_sources = [&](int base, const T*(&out)[sources]) {
+      // Lane l: the B sources of stage base + l, to out[0, sources).
+      const auto lane_sources = [&](int base, const T** out) {
         const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
         SQUEEZE_UNROLL
         for (int i = 0; i < sources; ++i) out[i] = args.memory;
@@ -279,16 +279,12 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
         }
       };
       static_assert(sources * 8 * wg_source_batch <= wg_source_bytes);
-      const T** table =
-          reinterpret_cast<const T**>(smem_raw + (source_table - arch::shared_address(smem_raw)));
+      const auto table = static_cast<const T**>(arch::shared_pointer(source_table));
       for (int base = 0; base < k_tiles; base += wg_source_batch) {
         SQUEEZE_UNROLL
         for (int h = 0; h < wg_source_batch / 32; ++h) {
           if (base + 32 * h >= k_tiles) break;  // warp-uniform
-          const T* mine[sources];
-          lane_sources(base + 32 * h, mine);
-          SQUEEZE_UNROLL
-          for (int i = 0; i < sources; ++i) table[(32 * h + lane) * sources + i] = mine[i];
+          lane_sources(base + 32 * h, table + (32 * h + lane) * sources);
         }
         if (!cluster_ready) {
           arch::cluster_wait();
@@ -496,7 +492,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
         SQUEEZE_UNROLL
         for (int j = 0; j < BN / IN; ++j) scale[j] = flipped[j] ? -alpha : alpha;
         store_rows_staged<Out, BN, IN>(
-            smem_raw + (staging - arch::shared_address(smem_raw)) + warp * 2048, acc, scale,
+            static_cast<unsigned char*>(arch::shared_pointer(staging + warp * 2048)), acc, scale,
             args.out, args.ld_out, args.rows, args.cols, row0 - lane / 4, n0, vectors, lane);
       }
     }
