@@ -20,10 +20,11 @@
 // For fp64 values and l <= 32 the double is built from 32-bit integer operations.
 //
 // load_vector decodes fp64 codes of at most 32 bits in about five instructions a value: the
-// code is moved to the top of a 32-bit word (sign at bit 31), q = top << 1 is converted
-// exactly to double and multiplied by the block's power of two 2^(Eb - bias - 31), and the
-// sign is ORed in. Blocks with an infinity or NaN, or with Eb < 32 (values below 2^-990,
-// where that power of two would be subnormal), take decode_code instead.
+// code is moved to the top of a 32-bit word (sign at bit 31), the word without its sign
+// (q << (32 - l)) is converted exactly to double and multiplied by the block's power of
+// two 2^(Eb - bias - 30), and the sign is ORed in. Blocks with an infinity or NaN, or with
+// Eb < 32 (values below 2^-990, where that power of two nears the subnormals), take
+// decode_code instead.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -167,10 +168,11 @@ requires(std::is_same_v<typename F::float_type, double>&& F::bits <= 32) SQUEEZE
 }
 
 /// Decodes a code of an fp32 format (codes of at most 32 bits) from a block without
-/// infinities or NaN whose Eb is below 255: q converted to double and scaled by the block's power of two (exact),
-/// then cut to float toward zero, which is decode_value's truncation of the significand
-/// (and of a subnormal's fraction), the sign ORed in (so -0 stays). Bit-identical to
-/// decode_value for such blocks; blocks with the nonfinite flag take decode_value.
+/// infinities or NaN whose Eb is below 255: q converted to double and scaled by the block's
+/// power of two (exact), then cut to float toward zero, which is decode_value's truncation
+/// of the significand (and of a subnormal's fraction), the sign ORed in (so -0 stays).
+/// Bit-identical to decode_value for such blocks; blocks with the nonfinite flag take
+/// decode_value.
 template <format_like F>
 requires(std::is_same_v<typename F::float_type, float>) SQUEEZE_HOST_DEVICE
     float decode_code_finite(std::uint32_t code, std::uint16_t w) noexcept {
@@ -253,17 +255,19 @@ SQUEEZE_HOST_DEVICE bool decodes_by_top(std::uint16_t w) noexcept {
   return (w & tested) - 1u < F::nonfinite_flag - 1u;  // some bit of Eb >= 32 set, no flag
 }
 
-/// 2^(Eb - bias - 31): the factor decode_top scales q << (33 - l) by (Eb >= 32).
+/// 2^(Eb - bias - 30): the factor decode_top scales q << (32 - l) by (Eb >= 32).
 template <format_like F>
 SQUEEZE_HOST_DEVICE double top_scale(std::uint16_t w) noexcept {
-  return core::bit_cast<double>(std::uint64_t{(w & F::exponent_field) - 31u} << 52);
+  return core::bit_cast<double>(std::uint64_t{(w & F::exponent_field) - 30u} << 52);
 }
 
 /// The value of a code held at the top of a word (sign at bit 31, q in the l - 1 bits below
-/// it, zeros under q): q << (33 - l) converted exactly, times the block's top_scale (exact),
-/// with the sign ORed in (so q = 0 keeps its sign).
+/// it, zeros under q): q << (32 - l), the word without its sign, converted exactly, times
+/// the block's top_scale (exact), with the sign ORed in (so q = 0 keeps its sign). Masking
+/// the sign off rather than shifting it out lets the compiler fold the mask into the one
+/// that cut the code from its word (l = 16: one instruction fewer for every second code).
 SQUEEZE_HOST_DEVICE double decode_top(std::uint32_t top, double scale) noexcept {
-  const double v = static_cast<double>(top << 1) * scale;
+  const double v = static_cast<double>(top & 0x7fffffffu) * scale;
   return core::bit_cast<double>(core::bit_cast<std::uint64_t>(v) |
                                 (std::uint64_t{top & 0x80000000u} << 32));
 }
