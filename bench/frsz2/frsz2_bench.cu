@@ -12,7 +12,10 @@
 //                                    warp decoder, one coalesced load per block), vector
 //                                    (four values per thread: accessor.read_vector), tile
 //                                    (the same values by frsz2::tile_reader, which keeps
-//                                    the lane's offsets) or tile8 (8 values per thread)
+//                                    the lane's offsets), tile8 (8 values per thread) or
+//                                    tile8u3 (the same, 3 reads in flight instead of 4).
+//                                    Each read kernel runs on as many blocks as fit at once
+//                                    (frsz2_study::read_grid).
 //   frsz2/compress/<storage>         frsz2::compress of N doubles
 // Counters: GB/s of storage bytes (read: stored bytes; compress: input + output bytes),
 // Gvalues/s. The targets of the issue are checked in the table at the end.
@@ -41,7 +44,10 @@ namespace core = squeeze::core;
 
 namespace frsz2_bench {
 
+using squeeze::bench::frsz2_study::default_unroll;
+using squeeze::bench::frsz2_study::max_blocks_per_sm;
 using squeeze::bench::frsz2_study::plain_reader;
+using squeeze::bench::frsz2_study::read_grid;
 using squeeze::bench::frsz2_study::read_kernel;
 using squeeze::bench::frsz2_study::threads;
 using squeeze::bench::frsz2_study::tile_reader;
@@ -52,7 +58,7 @@ using squeeze::bench::frsz2_study::warp_reader;
 /// The buffers of one run: the values in every storage.
 struct state {
   std::size_t n = std::size_t{1} << 28;
-  unsigned grid = 0;
+  unsigned check_grid = 0;  // the grid of the cross-check runs: max_blocks_per_sm an SM
   core::device_buffer<double> x, copy_dst, sink;
   frsz2::array<double> f64;
   frsz2::array<float> f32;
@@ -69,10 +75,10 @@ struct state {
   void init() {
     int sms = 0;
     SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    grid = static_cast<unsigned>(sms) * (2048 / threads);
     x = core::device_buffer<double>{n};
     copy_dst = core::device_buffer<double>{n};
-    sink = core::device_buffer<double>{std::size_t{grid} * threads};
+    check_grid = max_blocks_per_sm * static_cast<unsigned>(sms);
+    sink = core::device_buffer<double>{std::size_t{check_grid} * threads};
     // Random values as a Krylov vector holds them: normal, unit norm overall.
     std::vector<double> h(n);
     std::mt19937_64 rng{2024};
@@ -104,15 +110,20 @@ void timed(benchmark::State& bs, const std::string& name, Work&& work) {
   st.ms[name] = squeeze::bench::time_manual(bs, work);
 }
 
-template <class Reader, int Flops, int Unroll = Reader::lane_values == 1 ? 8 : 4>
+template <class Reader, int Flops, int Unroll = default_unroll<Reader>>
 void read_case(benchmark::State& bs, const std::string& name, Reader reader,
                std::size_t stored_bytes) {
   try {
+    const unsigned grid = read_grid<Reader, Flops, Unroll>();
     auto work = [&] {
-      read_kernel<Reader, Flops, Unroll><<<st.grid, threads>>>(reader, st.n, st.sink.data());
+      read_kernel<Reader, Flops, Unroll><<<grid, threads>>>(reader, st.n, st.sink.data());
       SQUEEZE_CHECK_LAUNCH();
     };
     timed(bs, name, work);
+    // One more run for the cross-checks, on the same grid for every reader (the timed grids
+    // differ by kernel), so readers of the same values in the same order leave equal sinks.
+    read_kernel<Reader, Flops, Unroll><<<st.check_grid, threads>>>(reader, st.n, st.sink.data());
+    SQUEEZE_CHECK_LAUNCH();
     std::vector<double> sink(st.sink.size());
     st.sink.copy_to(std::span<double>{sink}, nullptr);
     SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
@@ -167,6 +178,11 @@ void register_reads() {
           read_case<tile_reader<S, 8>, Flops>(bs, name, tile_reader<S, 8>{get().handle()},
                                               st.n * sizeof(S));
         });
+    reg(std::string{"frsz2/read/"} + storage + "/tile8u3" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<S, 8>, Flops, 3>(bs, name, tile_reader<S, 8>{get().handle()},
+                                                 st.n * sizeof(S));
+        });
   };
   plain("float64", double{});
   plain("float32", float{});
@@ -203,6 +219,11 @@ void register_reads() {
         [get](benchmark::State& bs, const std::string& name) {
           read_case<tile_reader<F, 8>, Flops>(bs, name, tile_reader<F, 8>{get().handle()},
                                               F::bytes(st.n));
+        });
+    reg(std::string{"frsz2/read/"} + storage + "/tile8u3" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<F, 8>, Flops, 3>(bs, name, tile_reader<F, 8>{get().handle()},
+                                                 F::bytes(st.n));
         });
   };
   packed("frsz2_16", frsz2::format<16>{});
@@ -321,7 +342,7 @@ int main(int argc, char** argv) {
         std::printf("WRONG: %s and %s read different values\n", a.c_str(), b.c_str());
         st.wrong = true;
       }
-      for (const char* path : {"/vector/", "/tile8/"}) {
+      for (const char* path : {"/vector/", "/tile8/", "/tile8u3/"}) {
         const std::string e = std::string{"frsz2/read/"} + s + path + std::to_string(f);
         if (f == 0 && st.sinks.count(a) && st.sinks.count(e) &&
             !(std::abs(total(st.sinks[a]) - total(st.sinks[e])) <= 1e-9)) {
@@ -338,7 +359,7 @@ int main(int argc, char** argv) {
   }
   auto best = [](const std::string& storage, int f) {
     double t = 0;
-    for (const char* path : {"/value/", "/warp/", "/vector/", "/tile/", "/tile8/"}) {
+    for (const char* path : {"/value/", "/warp/", "/vector/", "/tile/", "/tile8/", "/tile8u3/"}) {
       const auto it = st.ms.find("frsz2/read/" + storage + path + std::to_string(f));
       if (it != st.ms.end() && (t == 0 || it->second < t)) t = it->second;
     }

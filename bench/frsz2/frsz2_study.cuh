@@ -76,10 +76,14 @@ struct tile_reader {
   struct lane_reader {
     static constexpr int lane_values = V;
     frsz2::tile_reader<S, double, V> r;
+    using raw_type = typename frsz2::tile_reader<S, double, V>::vector_type;
     SQUEEZE_DEVICE auto fetch(std::size_t t) const { return r.read(t); }
-    SQUEEZE_DEVICE void decode(const typename frsz2::tile_reader<S, double, V>::vector_type& raw,
-                               double (&v)[lane_values]) const {
+    SQUEEZE_DEVICE void decode(const raw_type& raw, double (&v)[lane_values]) const {
       r.decode(raw, v);
+    }
+    template <int K, class Use>
+    SQUEEZE_DEVICE void decode_each(const raw_type (&raw)[K], Use&& use) const {
+      r.decode_each(raw, use);
     }
   };
   SQUEEZE_DEVICE lane_reader for_lane() const { return {{h, threadIdx.x % 32}}; }
@@ -94,6 +98,23 @@ SQUEEZE_DEVICE auto lane_reader_of(const Reader& r) {
     return r;
 }
 
+/// Decodes reads raw[0 .. K) and hands each one's values to use(k, values): by the reader's
+/// decode_each where it has one (one test for rare blocks for the whole batch), else by
+/// decode() of each.
+template <class LaneReader, class Raw, int K, class Use>
+SQUEEZE_DEVICE void decode_each(const LaneReader& read, const Raw (&raw)[K], Use&& use) {
+  if constexpr (requires { read.decode_each(raw, use); }) {
+    read.decode_each(raw, use);
+  } else {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      double v[LaneReader::lane_values];
+      read.decode(raw[k], v);
+      use(k, v);
+    }
+  }
+}
+
 template <int Flops>
 SQUEEZE_DEVICE double work(double v) {
   double y = v;
@@ -102,12 +123,17 @@ SQUEEZE_DEVICE double work(double v) {
   return y;
 }
 
+/// Reads a lane has in flight by default: 8 for one-value readers, 4 for vector readers (of
+/// 4 or 8 values).
+template <class Reader>
+inline constexpr int default_unroll = Reader::lane_values == 1 ? 8 : 4;
+
 // Each warp reads `unroll` whole tiles per step with no condition between the reads, so
 // all their loads are in flight before the first decode waits (a conditional read per tile
 // let the compiler decode each tile before loading the next: latency-bound, 3x slower).
-// By default 8 reads in flight per lane for one-value readers, 4 for vector readers (of 4
-// or 8 values); `Unroll` sets the reads in flight.
-template <class Reader, int Flops, int Unroll = Reader::lane_values == 1 ? 8 : 4>
+// `Unroll` sets the reads in flight. The kernel strides over the tiles by the whole grid:
+// launch it on read_grid() blocks.
+template <class Reader, int Flops, int Unroll = default_unroll<Reader>>
 SQUEEZE_KERNEL(threads)
 void read_kernel(Reader reader, std::size_t n, double* sink) {
   constexpr int lanes_values = Reader::lane_values;
@@ -122,13 +148,10 @@ void read_kernel(Reader reader, std::size_t n, double* sink) {
     decltype(read.fetch(0)) raw[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; ++u) raw[u] = read.fetch(t0 + u);
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      double v[lanes_values];
-      read.decode(raw[u], v);
+    decode_each(read, raw, [&](int, const double(&v)[lanes_values]) {
 #pragma unroll
       for (int c = 0; c < lanes_values; ++c) acc += work<Flops>(v[c]);
-    }
+    });
   }
   if (full + warp < tiles) {
     double v[lanes_values];
@@ -139,11 +162,28 @@ void read_kernel(Reader reader, std::size_t n, double* sink) {
   sink[blockIdx.x * std::size_t{threads} + threadIdx.x] = acc;
 }
 
+/// Blocks of read_kernel an SM holds at most (2048 threads): sinks are sized for it.
+inline constexpr unsigned max_blocks_per_sm = 2048 / threads;
+
+/// The grid read_kernel runs on: the blocks the device holds at once, so the grid-stride loop
+/// runs in one wave. (The first version launched max_blocks_per_sm an SM whatever the
+/// kernel's registers allowed. H100, 2026-11-26: float32 storage, 6 blocks an SM, read 2 %
+/// faster in one wave, float16 with 8 values a thread 3 %.)
+template <class Reader, int Flops, int Unroll = default_unroll<Reader>>
+unsigned read_grid(int device = 0) {
+  int sms = 0, per_sm = 0;
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, read_kernel<Reader, Flops, Unroll>, threads, 0));
+  return static_cast<unsigned>(sms) * static_cast<unsigned>(per_sm);
+}
+
 /// Median milliseconds of one read of n values (a multiple of 128) through `reader` at 0
-/// flops/value.
+/// flops/value; sink holds a double per thread of read_grid().
 template <class Reader>
-double time_read(Reader reader, std::size_t n, unsigned grid, double* sink,
+double time_read(Reader reader, std::size_t n, int device, double* sink,
                  core::timing_options timing) {
+  const unsigned grid = read_grid<Reader, 0>(device);
   return core::time_region(nullptr, timing,
                            [&] {
                              read_kernel<Reader, 0><<<grid, threads>>>(reader, n, sink);
@@ -168,11 +208,10 @@ inline void tour_section(report_table& table, const tour_context& context) {
   for (auto& v : h) v = normal(rng);
   core::device_buffer<double> x{n}, back{n};
   x.copy_from(std::span<const double>{h}, nullptr);
+  const int device = context.device->ordinal;
   int sms = 0;
-  SQUEEZE_CUDA_TRY(
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, context.device->ordinal));
-  const unsigned grid = static_cast<unsigned>(sms) * (2048 / threads);
-  core::device_buffer<double> sink{std::size_t{grid} * threads};
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  core::device_buffer<double> sink{std::size_t{max_blocks_per_sm} * threads * sms};
   const core::timing_options timing{.warmup = 3, .repeats = 15};
   frsz2::array<float> f32{n};
   frsz2::array<__half> f16{n};
@@ -192,17 +231,18 @@ inline void tour_section(report_table& table, const tour_context& context) {
   const auto want = frsz2::decode(frsz2::encode<frsz2::format<21>>(h));
   if (got != want) throw verification_error{"frsz2_21 decoded on the GPU differs from the host"};
 
-  // Every storage through its fastest reader in the full bench (frsz2::tile_reader): FRSZ2
-  // 8 values a thread, plain storage 4 (H200, 2026-11-22: float16 0.127 ms with 4, 0.129
-  // with 8; frsz2_16 0.136 with 8, 0.155 with 4).
-  const double t_f32 = time_read(tile_reader<float>{f32.handle()}, n, grid, sink.data(), timing);
-  const double t_f16 = time_read(tile_reader<__half>{f16.handle()}, n, grid, sink.data(), timing);
+  // Every storage through frsz2::tile_reader as in the full bench: 8 values a thread for
+  // FRSZ2, 4 for plain storage (H200, 2026-11-22: float16 0.127 ms with 4, 0.129 with 8;
+  // frsz2_16 0.136 with 8, 0.155 with 4), each kernel on read_grid() blocks.
+  double* const out = sink.data();
+  const double t_f32 = time_read(tile_reader<float>{f32.handle()}, n, device, out, timing);
+  const double t_f16 = time_read(tile_reader<__half>{f16.handle()}, n, device, out, timing);
   const double t_z32 =
-      time_read(tile_reader<frsz2::format<32>, 8>{z32.handle()}, n, grid, sink.data(), timing);
+      time_read(tile_reader<frsz2::format<32>, 8>{z32.handle()}, n, device, out, timing);
   const double t_z16 =
-      time_read(tile_reader<frsz2::format<16>, 8>{z16.handle()}, n, grid, sink.data(), timing);
+      time_read(tile_reader<frsz2::format<16>, 8>{z16.handle()}, n, device, out, timing);
   const double t_z21 =
-      time_read(tile_reader<frsz2::format<21>, 8>{z21.handle()}, n, grid, sink.data(), timing);
+      time_read(tile_reader<frsz2::format<21>, 8>{z21.handle()}, n, device, out, timing);
   auto speed = [&](const std::string& what, double t, double t_base, double target) {
     comparison c;
     c.family = "frsz2";

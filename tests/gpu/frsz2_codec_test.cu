@@ -203,8 +203,8 @@ void check_edges(const std::vector<typename F::float_type>& x) {
 // outside it.
 TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
   SQUEEZE_REQUIRE_GPU();
-  const auto x = edge_blocks<double>(
-      {1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}, 99);
+  const auto x =
+      edge_blocks<double>({1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}, 99);
   check_edges<frsz2::format<2>>(x);
   check_edges<frsz2::format<8>>(x);
   check_edges<frsz2::format<16>>(x);
@@ -227,6 +227,96 @@ TEST(Frsz2Gpu, FloatExponentEdgesAndCarries) {
   check_edges<frsz2::format<25, float>>(x);
   check_edges<frsz2::format<31, float>>(x);
   check_edges<frsz2::format<32, float>>(x);
+}
+
+namespace frsz2_codec_test {
+
+constexpr int tile_batch = 3;  // reads a warp decodes together in tile_batch_kernel
+
+/// Warp w reads tiles tile_batch w .. + tile_batch - 1 of `h` by frsz2::tile_reader (V values
+/// a lane) and decodes them together by decode_each, or one by one by decode() (`single`),
+/// writing value i to out[i]; warps past the last whole batch write nothing.
+template <class F, int V, int Threads>
+SQUEEZE_KERNEL(Threads)
+void tile_batch_kernel(frsz2::compressed_handle<F> h, std::size_t tiles, bool single, double* out) {
+  using reader_type = frsz2::tile_reader<F, double, V>;
+  const unsigned lane = threadIdx.x % 32;
+  const reader_type reader{h, lane};
+  const std::size_t t0 = tile_batch * ((blockIdx.x * std::size_t{Threads} + threadIdx.x) / 32);
+  if (t0 + tile_batch > tiles) return;
+  typename reader_type::vector_type raw[tile_batch];
+  for (int k = 0; k < tile_batch; ++k) raw[k] = reader.read(t0 + k);
+  auto put = [&](int k, const double(&v)[V]) {
+    for (int c = 0; c < V; ++c) out[(t0 + k) * reader_type::tile_values + V * lane + c] = v[c];
+  };
+  if (single) {
+    for (int k = 0; k < tile_batch; ++k) {
+      double v[V];
+      reader.decode(raw[k], v);
+      put(k, v);
+    }
+  } else {
+    reader.decode_each(raw, put);
+  }
+}
+
+/// tile_reader's decode and decode_each on the GPU give the host reference's bits for x,
+/// encoded both ways.
+template <class F, int V>
+void check_tile_reads(const std::vector<double>& x) {
+  SCOPED_TRACE(frsz2::storage_traits<F>::name());
+  SCOPED_TRACE(V);
+  constexpr std::size_t tile = 32 * V;
+  const std::size_t tiles = x.size() / tile / tile_batch * tile_batch;
+  ASSERT_GT(tiles, 0u);
+  const std::size_t covered = tiles * tile;
+  const auto dx = upload(x);
+  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+    const auto want = frsz2::encode<F>(x, mode);
+    const auto values = frsz2::decode(want);
+    device_vector<F> v{x.size()};
+    frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
+    for (const bool single : {false, true}) {
+      core::device_buffer<double> out{covered};
+      out.fill_bytes(0xA5, nullptr);
+      const auto warps = static_cast<unsigned>(tiles / tile_batch);
+      tile_batch_kernel<F, V, 128>
+          <<<core::div_ceil(warps * 32u, 128u), 128>>>(v.ref().handle(), tiles, single, out.data());
+      SQUEEZE_CHECK_LAUNCH();
+      const auto got = download(out, covered);
+      for (std::size_t i = 0; i < covered; ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[i]), std::bit_cast<std::uint64_t>(values[i]))
+            << (single ? "decode" : "decode_each") << ", value " << i << " of block exponent word "
+            << want.exponents[i / F::block_size];
+      }
+    }
+  }
+}
+
+}  // namespace frsz2_codec_test
+
+// tile_reader on the GPU, 4 and 8 values a lane, decoded read by read and in batches: random
+// blocks with infinities, NaN, zeros and subnormals, and blocks at the exponent edges (tiny
+// blocks, Eb < 32, leave the common path; batches with one such block take decode()).
+TEST(Frsz2Gpu, TileReadsMatchTheHost) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto random = squeeze::test::frsz2_values<double>(32 * 1000 + 13, 51, /*specials=*/true);
+  const auto plain = squeeze::test::frsz2_values<double>(32 * 1000, 52);
+  std::vector<double> edges;
+  while (edges.size() < 6 * 256) {
+    const auto part =
+        edge_blocks<double>({1, 2, 30, 31, 32, 33, 1023, 2045, 2046}, 53 + edges.size());
+    edges.insert(edges.end(), part.begin(), part.end());
+  }
+  const std::vector<double>* const sets[] = {&random, &plain, &edges};
+  for (const auto* x : sets) {
+    check_tile_reads<frsz2::format<16>, 8>(*x);
+    check_tile_reads<frsz2::format<16>, 4>(*x);
+    check_tile_reads<frsz2::format<21>, 8>(*x);
+    check_tile_reads<frsz2::format<32>, 8>(*x);
+    check_tile_reads<frsz2::format<8>, 8>(*x);
+    check_tile_reads<frsz2::format<16, double, 8>, 8>(*x);
+  }
 }
 
 TEST(Frsz2Gpu, CompressAndDecodeMatchTheHostFloat) {

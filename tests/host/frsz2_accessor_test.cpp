@@ -145,10 +145,10 @@ TEST(Frsz2Accessor, LoadVectorEqualsTheReferenceDecoder) {
   check_vector_equals_reference<frsz2::format<16, float>>(38);
 }
 
-// Tiny blocks (Eb < 32) and blocks at the top of the range take decode_code; the rest the
-// fast path; both give the reference's bits, for every rounding of the last value.
-TEST(Frsz2Accessor, LoadVectorHandlesTinyAndHugeBlocks) {
-  using F = frsz2::format<21>;
+namespace {
+/// Blocks of 32 values around 2^e for e from the subnormals to the top of the range, then
+/// a block of the largest double and -0s.
+std::vector<double> tiny_and_huge_blocks() {
   std::vector<double> x;
   for (int e : {-1074, -1060, -1040, -1023, -1000, -990, -989, 0, 1000, 1016}) {
     for (int k = 0; k < 32; ++k)
@@ -156,6 +156,15 @@ TEST(Frsz2Accessor, LoadVectorHandlesTinyAndHugeBlocks) {
   }
   x.push_back(std::numeric_limits<double>::max());
   x.resize(x.size() + 31, -0.0);
+  return x;
+}
+}  // namespace
+
+// Tiny blocks (Eb < 32) and blocks at the top of the range take decode_code; the rest the
+// fast path; both give the reference's bits, for every rounding of the last value.
+TEST(Frsz2Accessor, LoadVectorHandlesTinyAndHugeBlocks) {
+  using F = frsz2::format<21>;
+  const auto x = tiny_and_huge_blocks();
   const auto v = frsz2::encode<F>(x, frsz2::rounding::nearest);
   const auto want = frsz2::decode(v);
   const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), 0};
@@ -191,29 +200,44 @@ void check_tile_reader_equals_reference(std::uint64_t seed) {
   using reader_type = frsz2::tile_reader<F, T, V>;
   constexpr std::size_t tile = reader_type::tile_values;
   const std::size_t n = 256 * 20;
-  const auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
-  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
-    const auto v = frsz2::encode<F>(x, mode);
-    const auto want = frsz2::decode(v);
-    for (const std::size_t first : {std::size_t{0}, tile, 5 * tile}) {
-      const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), first};
-      for (unsigned lane = 0; lane < 32; ++lane) {
-        const reader_type reader{h, lane};
-        for (std::size_t t = 0; tile * (t + 1) + first <= n; ++t) {
-          T got[V];
-          reader.decode(reader.read(t), got);
-          for (int c = 0; c < V; ++c) {
-            const std::size_t i = first + tile * t + V * lane + c;
-            ASSERT_EQ(std::bit_cast<typename F::bits_type>(got[c]),
-                      std::bit_cast<typename F::bits_type>(want[i]))
-                << frsz2::storage_traits<F>::name() << " BS " << F::block_size << ", " << V
-                << " a thread, value " << i << " of " << x[i] << " (lane " << lane << ", tile " << t
-                << ")";
+  for (const bool specials : {true, false})
+    for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+      const auto x = squeeze::test::frsz2_values<T>(n, seed, specials);
+      const auto v = frsz2::encode<F>(x, mode);
+      const auto want = frsz2::decode(v);
+      for (const std::size_t first : {std::size_t{0}, tile, 5 * tile}) {
+        const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), first};
+        for (unsigned lane = 0; lane < 32; ++lane) {
+          const reader_type reader{h, lane};
+          auto check = [&](std::size_t t, const T(&got)[V]) {
+            for (int c = 0; c < V; ++c) {
+              const std::size_t i = first + tile * t + V * lane + c;
+              ASSERT_EQ(std::bit_cast<typename F::bits_type>(got[c]),
+                        std::bit_cast<typename F::bits_type>(want[i]))
+                  << frsz2::storage_traits<F>::name() << " BS " << F::block_size << ", " << V
+                  << " a thread, value " << i << " of " << x[i] << " (lane " << lane << ", tile "
+                  << t << ")";
+            }
+          };
+          for (std::size_t t = 0; tile * (t + 1) + first <= n; ++t) {
+            T got[V];
+            reader.decode(reader.read(t), got);
+            check(t, got);
+          }
+          // Three reads decoded together (one test for rare blocks for the batch).
+          for (std::size_t t = 0; tile * (t + 3) + first <= n; t += 3) {
+            const typename reader_type::vector_type raw[3] = {reader.read(t), reader.read(t + 1),
+                                                              reader.read(t + 2)};
+            int calls = 0;
+            reader.decode_each(raw, [&](int k, const T(&got)[V]) {
+              EXPECT_EQ(k, calls++);
+              check(t + static_cast<std::size_t>(k), got);
+            });
+            ASSERT_EQ(calls, 3);
           }
         }
       }
     }
-  }
 }
 
 }  // namespace
@@ -251,6 +275,37 @@ TEST(Frsz2Accessor, TileReaderOfEightValuesEqualsTheReferenceDecoder) {
   check_tile_reader_equals_reference<frsz2::format<21, double, 256>, 8>(69);  // BS > tile
   check_tile_reader_equals_reference<frsz2::format<21, double, 4>, 8>(70);    // BS < values
   check_tile_reader_equals_reference<frsz2::format<40>, 8>(71);               // l > 32
+}
+
+// The same blocks through tile_reader, 8 values of l = 16 a lane (decode_halves on the common
+// path), read by read and three reads at a time: batches with a tiny block take decode().
+TEST(Frsz2Accessor, TileReaderHandlesTinyAndHugeBlocks) {
+  using F = frsz2::format<16>;
+  using reader_type = frsz2::tile_reader<F, double, 8>;
+  auto x = tiny_and_huge_blocks();
+  for (std::size_t k = 0; x.size() < 3 * reader_type::tile_values; ++k) x.push_back(x[k]);
+  for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
+    const auto v = frsz2::encode<F>(x, mode);
+    const auto want = frsz2::decode(v);
+    const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), 0};
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      const reader_type reader{h, lane};
+      const reader_type::vector_type raw[3] = {reader.read(0), reader.read(1), reader.read(2)};
+      auto check = [&](int t, const double(&got)[8], const char* how) {
+        for (int c = 0; c < 8; ++c) {
+          const std::size_t i = reader_type::tile_values * t + 8 * lane + c;
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[c]), std::bit_cast<std::uint64_t>(want[i]))
+              << how << ", value " << i << " = " << x[i];
+        }
+      };
+      for (int t = 0; t < 3; ++t) {
+        double got[8];
+        reader.decode(raw[t], got);
+        check(t, got, "decode");
+      }
+      reader.decode_each(raw, [&](int t, const double(&got)[8]) { check(t, got, "decode_each"); });
+    }
+  }
 }
 
 TEST(Frsz2Accessor, TileReaderOfPlainStorage) {

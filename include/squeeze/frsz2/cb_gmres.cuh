@@ -261,25 +261,18 @@ struct basis_reader {
 };
 
 /// Reads U basis vectors' tiles (every load issued first), then decodes them one at a time
-/// and hands each to use(u, k, values): only the raw words of the batch stay live.
+/// (tile_reader::decode_each: one test for rare blocks for the batch) and hands each to
+/// use(u, k, values): only the raw words of the batch stay live.
 template <int U, int T, basis_storage S, class Use>
 SQUEEZE_DEVICE void warp_visit_columns(const basis_reader<S>& v, std::size_t vec0,
                                        const std::size_t (&tiles)[T], Use&& use) {
-  decltype(v.read(0, 0)) raw[U][T];
+  decltype(v.read(0, 0)) raw[U * T];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
 #pragma unroll
-    for (int k = 0; k < T; ++k) raw[u][k] = v.read(vec0 + u, tiles[k]);
+    for (int k = 0; k < T; ++k) raw[u * T + k] = v.read(vec0 + u, tiles[k]);
   }
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-#pragma unroll
-    for (int k = 0; k < T; ++k) {
-      double b[lane_rows<S>];
-      v.reader.decode(raw[u][k], b);
-      use(u, k, b);
-    }
-  }
+  v.reader.decode_each(raw, [&](int j, const double(&b)[lane_rows<S>]) { use(j / T, j % T, b); });
 }
 
 /// This lane's V rows of tile `tile` (of 32 V rows) of x[0..n), 0 past n.
