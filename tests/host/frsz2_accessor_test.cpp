@@ -320,6 +320,16 @@ TEST(Frsz2Accessor, TileReaderOfPlainStorage) {
     double got8[8];
     reader8.decode(reader8.read(1), got8);
     for (int c = 0; c < 8; ++c) EXPECT_EQ(got8[c], static_cast<double>(f[512 + 8 * lane + c]));
+    // decode_each: tiles 0 and 1 from f[128], in order.
+    const decltype(reader.read(0)) raw[2] = {reader.read(0), reader.read(1)};
+    int calls = 0;
+    reader.decode_each(raw, [&](int k, const double(&v)[4]) {
+      EXPECT_EQ(k, calls++);
+      for (int c = 0; c < 4; ++c) {
+        EXPECT_EQ(v[c], static_cast<double>(f[128 + 128 * k + 4 * lane + c]));
+      }
+    });
+    EXPECT_EQ(calls, 2);
   }
 }
 
