@@ -167,8 +167,8 @@ inline constexpr unsigned max_blocks_per_sm = 2048 / threads;
 
 /// The grid read_kernel runs on: the blocks the device holds at once, so the grid-stride loop
 /// runs in one wave. (The first version launched max_blocks_per_sm an SM whatever the
-/// kernel's registers allowed. H100, 2026-11-26: float32 storage, 6 blocks an SM, read 2 %
-/// faster in one wave, float16 with 8 values a thread 3 %.)
+/// kernel's registers allowed. In a probe on an H100, 2026-11-26, whose float32 and float16
+/// kernels fit 6 blocks an SM, one wave read 2-3 % faster.)
 template <class Reader, int Flops, int Unroll = default_unroll<Reader>>
 unsigned read_grid(int device = 0) {
   int sms = 0, per_sm = 0;
