@@ -282,7 +282,7 @@ SQUEEZE_HOST_DEVICE double decode_top(std::uint32_t top, double scale) noexcept 
 /// The 2 N codes of l = 16 bits that N words hold (code 2m in the low half of word m), for a
 /// block that decodes by decode_top: one mask clears both signs of a word, each q converts
 /// from its half of the word (one I2F.F64.U16 with a half selector) and is scaled by the
-/// block's block_scale<F, 14>, and the sign is ORed in: 4 instructions a value on sm_90
+/// block's block_scale<F, l - 2>, and the sign is ORed in: 4 instructions a value on sm_90
 /// against 4.5 by decode_top (the low code of a word needs no cut of its own).
 template <class Arithmetic, int N>
 SQUEEZE_HOST_DEVICE void decode_halves(const std::uint32_t (&wd)[N], double scale,
@@ -413,7 +413,7 @@ struct code_run {
   SQUEEZE_HOST_DEVICE static void decode_ordinary(const raw& r, std::uint32_t r0,
                                                   Arithmetic (&out)[N]) noexcept {
     if constexpr (tiled && F::bits == 16) {
-      decode_halves(r.words, block_scale<F, 14>(r.w), out);
+      decode_halves(r.words, block_scale<F, F::bits - 2>(r.w), out);
     } else {
       std::uint32_t top[N];
       top_codes(r, r0, top);
