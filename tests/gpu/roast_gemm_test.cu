@@ -286,6 +286,26 @@ TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
   }
 }
 
+// At BN >= 128, where the rows make whole pairs of 128-row blocks, the two blocks of a
+// cluster lie one above the other and each copies half of every B stage for both: tails in
+// every dimension, tiles narrower than a block (B in several runs), signs, and more cluster
+// tiles than fit on the GPU at once (2048 x 2048 at BN = 128: the persistent loop).
+TEST(RoastGemm, BlocksPairedAlongRows) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 1100;
+  for (const int block_n : {128, 256}) {
+    for (const gemm_case& base : {gemm_case{256, 328, 520, {64, 64}, true, 40000},
+                                  gemm_case{200, 200, 384, {64, 256}, false, 70000},
+                                  gemm_case{2048, 136, 2048, {64, 128}, false, 60000}}) {
+      gemm_case c = base;
+      c.options.block_n = block_n;
+      check_forward<__nv_bfloat16, __nv_bfloat16>(c, seed++);
+      check_forward<float, float>(c, seed++);
+      check_backward_input<__nv_bfloat16, float>(c, seed++);
+    }
+  }
+}
+
 TEST(RoastGemm, BackwardInput) {
   SQUEEZE_REQUIRE_GPU();
   std::uint64_t seed = 600;

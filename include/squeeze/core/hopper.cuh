@@ -122,6 +122,19 @@ SQUEEZE_DEVICE void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t 
 #endif
 }
 
+/// bulk_copy into `dst` of every block in `cta_mask` (this cluster), signalling each one's
+/// barrier at offset `bar`.
+SQUEEZE_DEVICE void bulk_copy_multicast(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                                        std::uint32_t bar, std::uint16_t cta_mask) {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
+      : "memory");
+#endif
+}
+
 /// Loads the box at coordinates (c0 innermost, c1) of the tensor map into `dst` of this
 /// block, signalling the barrier at `bar`. The map lives in kernel parameter space.
 SQUEEZE_DEVICE void tensor_load_2d(std::uint32_t dst, const CUtensorMap* map, std::int32_t c0,

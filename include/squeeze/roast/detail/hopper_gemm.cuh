@@ -11,8 +11,13 @@
 // W's tiles are copied from M unchanged: an atom of M (8 rows n x 128 bytes of k, 128-byte
 // swizzle, mapping.hpp) is a K-major atom of B for the forward pass and an MN-major atom of
 // B (transposed, 16-bit types only) for dX. A block computes 128 x BN outputs with 2
-// consumer warpgroups (64 rows each) and one producer warp; two blocks side by side along
-// the output columns form a cluster and share A (each copies half, multicast to both).
+// consumer warpgroups (64 rows each) and one producer warp; two blocks form a cluster
+// (`cluster_layout`). In the forward and input passes, at BN >= 128 and where the output
+// rows make whole pairs of blocks, the two lie one above the other and share B: each copies
+// half of every B stage from M, multicast to both, and reads its A whole. Otherwise they
+// lie side by side and share A the same way. Sharing B leaves A, which every block of a row
+// reads, in plain copies that the L2's request coalescer merges across blocks; it did not
+// merge the plain copies of B that four blocks read (eighth round in docs/RESULTS.md).
 // Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), B = BN x 128 bytes; mbarriers
 // `full` (expect-tx by the producer, completed by the copies) and `empty` (one arrival per
 // consumer warp of both blocks). Y and dX leave through 2 KiB of shared memory per consumer
@@ -46,7 +51,26 @@ enum class pass { forward, input, memory };
 inline constexpr int wg_block_m = 128;  // 2 warpgroups x 64 rows
 inline constexpr int wg_consumers = 256;
 inline constexpr int wg_threads = wg_consumers + 32;  // + the producer warp
-inline constexpr int wg_cluster = 2;                  // blocks along the columns sharing A
+inline constexpr int wg_cluster = 2;                  // blocks of a cluster sharing A or B
+
+/// How the blocks of a cluster pair up and how many cluster tiles cover `rows` x `cols`
+/// outputs (cols counted from the first column of a strip).
+struct cluster_layout {
+  bool along_rows;  ///< one above the other, sharing B; else side by side, sharing A
+  std::uint32_t row_blocks;
+  std::uint32_t tiles;
+};
+
+template <pass Pass, int BN>
+SQUEEZE_HOST_DEVICE cluster_layout layout_for(std::uint64_t rows, std::uint64_t cols) {
+  const auto row_blocks = static_cast<std::uint32_t>((rows + wg_block_m - 1) / wg_block_m);
+  // A stage's own L2 reads: 128 rows of A and BN / 2 of B one above the other, against 64
+  // and BN side by side; at BN = 64 that is more, so those stay side by side.
+  const bool along_rows = Pass != pass::memory && BN >= 128 && row_blocks % 2 == 0;
+  const auto col_blocks = static_cast<std::uint32_t>((cols + BN - 1) / BN);
+  return {along_rows, row_blocks,
+          along_rows ? row_blocks / 2 * col_blocks : row_blocks * ((col_blocks + 1) / 2)};
+}
 
 template <class T, class Out>
 struct gemm_args {
@@ -187,16 +211,23 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   const int warp = tid / 32;
   const int lane = tid % 32;
   // Persistent: cluster c (blockIdx.x) takes the cluster tiles c, c + gridDim.x, ...; a
-  // cluster tile is 128 output rows by wg_cluster x BN columns, block rank r (blockIdx.y)
-  // taking the r-th BN of them. Both blocks of a cluster walk the same tiles, so the
-  // multicast of A stays paired, and the producer runs ahead into the next tile while the
-  // consumers store this one. Stages and barrier phases count on across tiles.
-  const std::uint32_t row_blocks = (args.rows + wg_block_m - 1) / wg_block_m;
-  const std::uint32_t cluster_tiles =
-      row_blocks * ((args.cols - args.col0 + wg_cluster * BN - 1) / (wg_cluster * BN));
+  // cluster tile is 2 x 128 output rows by BN columns (along_rows) or 128 rows by 2 x BN
+  // columns, block rank r (blockIdx.y) taking the r-th half. Both blocks of a cluster walk
+  // the same tiles, so the multicast stays paired, and the producer runs ahead into the next
+  // tile while the consumers store this one. Stages and barrier phases count on across
+  // tiles.
+  const cluster_layout layout = layout_for<Pass, BN>(args.rows, args.cols - args.col0);
+  const std::uint32_t row_blocks = layout.row_blocks;
+  const std::uint32_t cluster_tiles = layout.tiles;
   const auto origin = [&](std::uint32_t ct, std::uint32_t& m0, std::uint32_t& n0) {
-    m0 = (ct % row_blocks) * wg_block_m;                                  // first row
-    n0 = args.col0 + ((ct / row_blocks) * wg_cluster + blockIdx.y) * BN;  // first column
+    if (layout.along_rows) {
+      const std::uint32_t pairs = row_blocks / 2;
+      m0 = ((ct % pairs) * wg_cluster + blockIdx.y) * wg_block_m;
+      n0 = args.col0 + (ct / pairs) * BN;
+    } else {
+      m0 = (ct % row_blocks) * wg_block_m;
+      n0 = args.col0 + ((ct / row_blocks) * wg_cluster + blockIdx.y) * BN;
+    }
   };
   const int k_tiles = static_cast<int>((args.depth + bk - 1) / bk);
   const std::uint32_t tile_k = map.tile().k;
@@ -223,7 +254,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     // cores at small sizes) ----
     bool cluster_ready = false;
     const std::uint32_t cy = arch::cluster_rank();
-    constexpr auto a_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
+    constexpr auto pair_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
     constexpr std::uint32_t atom_values = 1024 / sizeof(T);
     const std::uint32_t tile_groups = tile_n / 8;
     int done = 0;  // stages issued before this tile
@@ -304,29 +335,47 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
           const std::uint32_t stage = smem + s * stage_bytes;
           const std::uint32_t b_stage = stage + a_bytes;
           const auto r0 = static_cast<std::uint32_t>(kt) * bk;
-          // A: this block's half, multicast to both blocks of the cluster.
+          // B's runs: this block's half of each, multicast to both blocks, when they share B.
+          const auto copy_b = [&](std::uint32_t dst, const T* src, std::uint32_t bytes) {
+            if (layout.along_rows) {
+              const std::uint32_t half = bytes / 2;  // runs are whole 1 KiB atoms
+              arch::bulk_copy_multicast(dst + cy * half,
+                                        reinterpret_cast<const unsigned char*>(src) + cy * half,
+                                        half, full(s), pair_mask);
+            } else {
+              arch::bulk_copy(dst, src, bytes, full(s));
+            }
+          };
+          // A: the block's own 128 rows, or its half, multicast to both blocks.
           if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
-            arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
-                                           static_cast<int>(m0 + cy * 64), full(s), a_mask);
+            if (layout.along_rows) {
+              arch::tensor_load_2d(stage, &a_map, static_cast<int>(r0), static_cast<int>(m0),
+                                   full(s));
+              arch::tensor_load_2d(stage + 8192, &a_map, static_cast<int>(r0),
+                                   static_cast<int>(m0 + 64), full(s));
+            } else {
+              arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
+                                             static_cast<int>(m0 + cy * 64), full(s), pair_mask);
+            }
           } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
             arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map,
                                            static_cast<int>(m0 + cy * bk), static_cast<int>(r0),
-                                           full(s), a_mask);
+                                           full(s), pair_mask);
           }
           if constexpr (Pass == pass::forward) {
             if (b_units > 0) {
-              arch::bulk_copy(b_stage, source[0], first_run * 1024, full(s));
+              copy_b(b_stage, source[0], first_run * 1024);
             }
             for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
               const std::uint32_t run = min(b_units - g, tile_groups);
-              arch::bulk_copy(b_stage + g * 1024, forward_source(r0, g), run * 1024, full(s));
+              copy_b(b_stage + g * 1024, forward_source(r0, g), run * 1024);
               g += run;
             }
           } else if constexpr (Pass == pass::input) {
             SQUEEZE_UNROLL
             for (int i = 0; i < sources; ++i) {
               if (static_cast<std::uint32_t>(i) < b_units) {
-                arch::bulk_copy(b_stage + i * 8192, source[i], 8192, full(s));
+                copy_b(b_stage + i * 8192, source[i], 8192);
               }
             }
           } else {
@@ -591,9 +640,6 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                                 ? core::tensor_map_2d_swizzled(b.data, tensor_type<T>(), b.rows,
                                                                b.cols, b.ld * sizeof(T), 64, box)
                                 : a_map;
-  const auto blocks = [](std::uint64_t n, std::uint64_t per, std::uint64_t multiple) {
-    return static_cast<unsigned>(((n + per - 1) / per + multiple - 1) / multiple * multiple);
-  };
   cudaLaunchConfig_t config{};
   config.blockDim = dim3(wg_threads);
   config.dynamicSmemBytes = smem;
@@ -617,9 +663,7 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
     SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
     return std::max(clusters, 1);
   });
-  const std::uint64_t tiles = blocks(args.rows, wg_block_m, 1) *
-                              std::uint64_t{blocks(args.cols - args.col0, BN, wg_cluster)} /
-                              wg_cluster;
+  const std::uint64_t tiles = layout_for<Pass, BN>(args.rows, args.cols - args.col0).tiles;
   config.gridDim = dim3(static_cast<unsigned>(std::min<std::uint64_t>(tiles, fit)), wg_cluster);
   SQUEEZE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a_map, b_map, args));
 }
@@ -627,7 +671,8 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
 /// Picks the instantiation: BN by the shape (or the caller's block_n), IN by the sign hash
 /// and the tile's extent along the output columns. Measured on the H200: clusters of 2
 /// sharing A beat none; clusters of 4 or 8 (sharing B too) were slower, as not all of them
-/// fit on the GPU at once with 193 KiB of shared memory per block.
+/// fit on the GPU at once with 193 KiB of shared memory per block. On an H100, pairs
+/// sharing B (`cluster_layout`) beat pairs sharing A by 7-16 % at K = N = 4096, BN = 128.
 template <class T, class Out, pass Pass>
 void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                           const gemm_args<T, Out>& args, int block_n, cudaStream_t stream) {
