@@ -76,6 +76,25 @@ SQUEEZE_DEVICE void mbarrier_arrive_cluster(std::uint32_t bar, std::uint32_t cta
 #endif
 }
 
+// ---- programmatic dependent launch --------------------------------------------------
+
+/// Lets the next kernel in the stream, if launched with
+/// cudaLaunchAttributeProgrammaticStreamSerialization, start before this one has finished
+/// (once every block of this grid has called this or exited).
+SQUEEZE_DEVICE void launch_dependents() {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/// Waits until the kernels this one was launched after have finished and their writes are
+/// visible; a no-op for a kernel launched the ordinary way.
+SQUEEZE_DEVICE void wait_for_prerequisites() {
+#if SQUEEZE_HOPPER_PTX
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // ---- clusters -------------------------------------------------------------------------
 
 /// This block's rank in its cluster.

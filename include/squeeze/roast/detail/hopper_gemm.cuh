@@ -243,7 +243,11 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   __syncthreads();
   // The peer's barriers must be initialized before the first multicast into it or arrival
   // on it: every warp waits for the cluster before that, and the producer works out its
-  // first sources in between (each takes about 1000 cycles).
+  // first sources in between (each takes about 1000 cycles). Launched after another kernel
+  // with programmatic stream serialization, this all overlaps that kernel's end: no warp
+  // touches global memory before wait_for_prerequisites. The next kernel may start as
+  // early (it cannot take this block's SM before the block exits).
+  arch::launch_dependents();
   arch::cluster_arrive();
 
   if (warp == wg_consumers / 32) {
@@ -319,6 +323,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
         }
         if (!cluster_ready) {
           arch::cluster_wait();
+          arch::wait_for_prerequisites();
           cluster_ready = true;
         }
         __syncwarp();
@@ -393,6 +398,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   } else {
     // ---- consumers: 2 warpgroups of wgmma ----
     arch::cluster_wait();
+    arch::wait_for_prerequisites();
     const int wg = warp / 4;
     int done = 0;  // stages consumed before this tile
     for (std::uint32_t ct = blockIdx.x; ct < cluster_tiles; ct += gridDim.x, done += k_tiles) {
@@ -644,13 +650,16 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   config.blockDim = dim3(wg_threads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1;
-  attribute.val.clusterDim.y = wg_cluster;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attributes[2]{};
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = 1;
+  attributes[0].val.clusterDim.y = wg_cluster;
+  attributes[0].val.clusterDim.z = 1;
+  // Its set-up may overlap the end of the kernel before it in the stream (see the kernel).
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
+  config.numAttrs = 1;  // the occupancy query below takes the cluster shape alone
   // Persistent: as many clusters as fit on the GPU at once, none more than there are
   // cluster tiles. Once per device and instantiation: allow the shared memory, count them.
   static std::mutex lock;
@@ -665,6 +674,7 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   });
   const std::uint64_t tiles = layout_for<Pass, BN>(args.rows, args.cols - args.col0).tiles;
   config.gridDim = dim3(static_cast<unsigned>(std::min<std::uint64_t>(tiles, fit)), wg_cluster);
+  config.numAttrs = 2;
   SQUEEZE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a_map, b_map, args));
 }
 
