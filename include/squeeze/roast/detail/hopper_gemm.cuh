@@ -241,85 +241,106 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     arch::fence_mbarrier_init();
   }
   __syncthreads();
+
+  // Where B comes from (forward, input). Forward: runs of 1 KiB atoms (8 output columns
+  // each), one per tile the block's columns cross. Input: one 8 KiB run per bk output
+  // columns. Memory: TMA boxes.
+  constexpr std::uint32_t atom_values = 1024 / sizeof(T);
+  constexpr int sources = Pass == pass::input ? blocks64 : 1;  // table entries a stage
+  const std::uint32_t tile_groups = tile_n / 8;
+  // The atoms (forward) or 8 KiB blocks (input) of B that exist for the block at column n0.
+  const auto b_units_at = [&](std::uint32_t n0) -> std::uint32_t {
+    if (n0 >= args.cols) return 0u;
+    if constexpr (Pass == pass::forward) {
+      return min(static_cast<std::uint32_t>(BN / 8), (args.cols - n0 + 7) / 8);
+    } else if constexpr (Pass == pass::input) {
+      return min(static_cast<std::uint32_t>(blocks64), (args.cols - n0 + bk - 1) / bk);
+    } else {
+      return 0u;
+    }
+  };
+  // Forward: the source of atom g at reduction offset r0 (g's tile and the atoms after it).
+  const auto forward_source = [&](std::uint32_t n0, std::uint32_t r0, std::uint32_t g) {
+    const std::uint32_t col = n0 + g * 8;
+    return args.memory + map.tile_offset(r0 / tile_k, col / tile_n) +
+           ((r0 % tile_k) / bk * tile_groups + (col % tile_n) / 8) * atom_values;
+  };
+  // Input: the 8 KiB run of output columns [n0 + i*bk, +bk) and reduction rows [r0, +bk):
+  // 8 consecutive atoms (row groups) of one column block of tile (k / Z1, r0 / Z2).
+  const auto input_source = [&](std::uint32_t n0, std::uint32_t r0, std::uint32_t i) {
+    const std::uint32_t k = n0 + i * bk;
+    return args.memory + map.tile_offset(k / tile_k, r0 / tile_n) +
+           ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
+  };
+  // Table entry i of stage kt for the block at column n0 (M itself where there is none).
+  const auto stage_source = [&](std::uint32_t n0, std::uint32_t b_units, int kt,
+                                int i) -> const T* {
+    const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+    if (kt >= k_tiles || static_cast<std::uint32_t>(i) >= b_units) return args.memory;
+    if constexpr (Pass == pass::forward) {
+      return forward_source(n0, r0, 0);
+    } else if constexpr (Pass == pass::input) {
+      return input_source(n0, r0, static_cast<std::uint32_t>(i));
+    } else {
+      return args.memory;
+    }
+  };
+  static_assert(sources * 8 * wg_source_batch <= wg_source_bytes);
+  const auto table = static_cast<const T**>(arch::shared_pointer(source_table));
+
   // The peer's barriers must be initialized before the first multicast into it or arrival
-  // on it: every warp waits for the cluster before that, and the producer works out its
-  // first sources in between (each takes about 1000 cycles). Launched after another kernel
-  // with programmatic stream serialization, this all overlaps that kernel's end: no warp
-  // touches global memory before wait_for_prerequisites. The next kernel may start as
-  // early (it cannot take this block's SM before the block exits).
+  // on it: every warp waits for the cluster before that. In between, all threads work out
+  // the sources of the first tile's first wg_source_batch stages, a hash and a few
+  // divisions each (the producer warp alone took 1200 cycles for the forward pass, twice
+  // that for the input pass with two sources a stage). Launched after another kernel with
+  // programmatic stream serialization, this all overlaps that kernel's end: no warp touches
+  // global memory before wait_for_prerequisites. The next kernel may start as early (it
+  // cannot take this block's SM before the block exits).
   arch::launch_dependents();
   arch::cluster_arrive();
+  if (Pass != pass::memory && blockIdx.x < cluster_tiles) {
+    std::uint32_t m0 = 0;
+    std::uint32_t n0 = 0;
+    origin(blockIdx.x, m0, n0);
+    const std::uint32_t b_units = b_units_at(n0);
+    const int entries = min(wg_source_batch, k_tiles) * sources;
+    for (int e = tid; e < entries; e += wg_threads) {
+      table[e] = stage_source(n0, b_units, e / sources, e % sources);
+    }
+  }
+  __syncthreads();
 
   if (warp == wg_consumers / 32) {
     // ---- producer warp: lane 0 issues every copy. Where a stage's B comes from takes a
-    // hash and a few divisions: all lanes work that out, wg_source_batch stages at a time
-    // (each lane independent chains for stages lane, lane + 32, ...), into a table in
-    // shared memory, so it stays off lane 0's critical path (it was slower than the tensor
-    // cores at small sizes) ----
+    // hash and a few divisions: past the first batch (above), all lanes work that out,
+    // wg_source_batch stages at a time (each lane independent chains for stages lane,
+    // lane + 32, ...), into the table in shared memory, so it stays off lane 0's critical
+    // path (it was slower than the tensor cores at small sizes) ----
     bool cluster_ready = false;
     const std::uint32_t cy = arch::cluster_rank();
     constexpr auto pair_mask = static_cast<std::uint16_t>((1u << wg_cluster) - 1);
-    constexpr std::uint32_t atom_values = 1024 / sizeof(T);
-    const std::uint32_t tile_groups = tile_n / 8;
     int done = 0;  // stages issued before this tile
     for (std::uint32_t ct = blockIdx.x; ct < cluster_tiles; ct += gridDim.x, done += k_tiles) {
       std::uint32_t m0 = 0;
       std::uint32_t n0 = 0;
       origin(ct, m0, n0);
-      // Forward: runs of 1 KiB atoms (8 output columns each), one per tile the block's
-      // columns cross. Input: one 8 KiB run per bk output columns. Memory: TMA boxes.
-      std::uint32_t b_units = 0;  // atoms (forward) or 8 KiB blocks (input) that exist
-      if constexpr (Pass == pass::forward) {
-        b_units =
-            n0 < args.cols ? min(static_cast<std::uint32_t>(BN / 8), (args.cols - n0 + 7) / 8) : 0u;
-      } else if constexpr (Pass == pass::input) {
-        b_units = n0 < args.cols
-                      ? min(static_cast<std::uint32_t>(blocks64), (args.cols - n0 + bk - 1) / bk)
-                      : 0u;
-      }
+      const std::uint32_t b_units = b_units_at(n0);
       const std::uint32_t stage_tx =
           a_bytes + (Pass == pass::forward ? b_units * 1024
                      : Pass == pass::input ? b_units * 8192
                                            : static_cast<std::uint32_t>(BN) * 128);
       const std::uint32_t first_run =
           Pass == pass::forward ? min(b_units, tile_groups - (n0 % tile_n) / 8) : 0u;
-      // Forward: the source of atom g at reduction offset r0 (g's tile and the atoms after it).
-      const auto forward_source = [&](std::uint32_t r0, std::uint32_t g) {
-        const std::uint32_t col = n0 + g * 8;
-        return args.memory + map.tile_offset(r0 / tile_k, col / tile_n) +
-               ((r0 % tile_k) / bk * tile_groups + (col % tile_n) / 8) * atom_values;
-      };
-      // Input: the 8 KiB run of output columns [n0 + i*bk, +bk) and reduction rows [r0, +bk):
-      // 8 consecutive atoms (row groups) of one column block of tile (k / Z1, r0 / Z2).
-      const auto input_source = [&](std::uint32_t r0, std::uint32_t i) {
-        const std::uint32_t k = n0 + i * bk;
-        return args.memory + map.tile_offset(k / tile_k, r0 / tile_n) +
-               ((k % tile_k) / bk * tile_groups + (r0 % tile_n) / 8) * atom_values;
-      };
-      constexpr int sources = Pass == pass::input ? blocks64 : 1;
-      // Lane l: the B sources of stage base + l, to out[0, sources).
-      const auto lane_sources = [&](int base, const T** out) {
-        const auto r_mine = static_cast<std::uint32_t>(base + lane) * bk;
-        SQUEEZE_UNROLL
-        for (int i = 0; i < sources; ++i) out[i] = args.memory;
-        if (base + lane < k_tiles) {
-          if constexpr (Pass == pass::forward) {
-            if (b_units > 0) out[0] = forward_source(r_mine, 0);
-          } else if constexpr (Pass == pass::input) {
-            SQUEEZE_UNROLL
-            for (int i = 0; i < sources; ++i) {
-              if (static_cast<std::uint32_t>(i) < b_units) out[i] = input_source(r_mine, i);
-            }
-          }
-        }
-      };
-      static_assert(sources * 8 * wg_source_batch <= wg_source_bytes);
-      const auto table = static_cast<const T**>(arch::shared_pointer(source_table));
       for (int base = 0; base < k_tiles; base += wg_source_batch) {
+        const bool ready = ct == blockIdx.x && base == 0;  // worked out by all threads
         SQUEEZE_UNROLL
         for (int h = 0; h < wg_source_batch / 32; ++h) {
-          if (base + 32 * h >= k_tiles) break;  // warp-uniform
-          lane_sources(base + 32 * h, table + (32 * h + lane) * sources);
+          if (ready || base + 32 * h >= k_tiles) break;  // warp-uniform
+          const int kt = base + 32 * h + lane;
+          SQUEEZE_UNROLL
+          for (int i = 0; i < sources; ++i) {
+            table[(32 * h + lane) * sources + i] = stage_source(n0, b_units, kt, i);
+          }
         }
         if (!cluster_ready) {
           arch::cluster_wait();
@@ -373,7 +394,7 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
             }
             for (std::uint32_t g = first_run; g < b_units;) {  // tiles narrower than BN
               const std::uint32_t run = min(b_units - g, tile_groups);
-              copy_b(b_stage + g * 1024, forward_source(r0, g), run * 1024);
+              copy_b(b_stage + g * 1024, forward_source(n0, r0, g), run * 1024);
               g += run;
             }
           } else if constexpr (Pass == pass::input) {
