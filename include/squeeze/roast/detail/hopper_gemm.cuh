@@ -291,11 +291,11 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
   // The peer's barriers must be initialized before the first multicast into it or arrival
   // on it: every warp waits for the cluster before that. In between, all threads work out
   // the sources of the first tile's first wg_source_batch stages, a hash and a few
-  // divisions each (the producer warp alone took 1200 cycles for the forward pass, twice
-  // that for the input pass with two sources a stage). Launched after another kernel with
-  // programmatic stream serialization, this all overlaps that kernel's end: no warp touches
-  // global memory before wait_for_prerequisites. The next kernel may start as early (it
-  // cannot take this block's SM before the block exits).
+  // divisions each (the producer warp alone took about 1200 cycles for the forward pass,
+  // and has twice the work for the input pass, two sources a stage). Launched after
+  // another kernel with programmatic stream serialization, this all overlaps that kernel's
+  // end: no warp touches global memory before wait_for_prerequisites. The next kernel may
+  // start as early (it cannot take this block's SM before the block exits).
   arch::launch_dependents();
   arch::cluster_arrive();
   if (Pass != pass::memory && blockIdx.x < cluster_tiles) {
