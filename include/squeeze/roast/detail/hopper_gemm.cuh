@@ -401,7 +401,14 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
             SQUEEZE_UNROLL
             for (int i = 0; i < sources; ++i) {
               if (static_cast<std::uint32_t>(i) < b_units) {
-                copy_b(b_stage + i * 8192, source[i], 8192);
+                if (layout.along_rows && sources % 2 == 0 && b_units == sources) {
+                  if (static_cast<std::uint32_t>(i % 2) == cy) {
+                    arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s),
+                                              pair_mask);
+                  }
+                } else {
+                  copy_b(b_stage + i * 8192, source[i], 8192);
+                }
               }
             }
           } else {
