@@ -287,9 +287,11 @@ TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
 }
 
 // At BN >= 128, where the rows make whole pairs of 128-row blocks, the two blocks of a
-// cluster lie one above the other and each copies half of every B stage for both: tails in
-// every dimension, tiles narrower than a block (B in several runs), signs, and more cluster
-// tiles than fit on the GPU at once (2048 x 2048 at BN = 128: the persistent loop).
+// cluster lie one above the other and each copies half of every B stage for both (half of
+// each run, or in dX every other whole 8 KiB block): tails in every dimension (dX's last
+// column block has fewer 8 KiB blocks than a stage holds), tiles narrower than a block (B
+// in several runs), signs, and more cluster tiles than fit on the GPU at once (2048 x 2048
+// at BN = 128).
 TEST(RoastGemm, BlocksPairedAlongRows) {
   SQUEEZE_REQUIRE_GPU();
   std::uint64_t seed = 1100;

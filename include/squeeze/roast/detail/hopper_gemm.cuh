@@ -14,10 +14,11 @@
 // consumer warpgroups (64 rows each) and one producer warp; two blocks form a cluster
 // (`cluster_layout`). In the forward and input passes, at BN >= 128 and where the output
 // rows make whole pairs of blocks, the two lie one above the other and share B: each copies
-// half of every B stage from M, multicast to both, and reads its A whole. Otherwise they
-// lie side by side and share A the same way. Sharing B leaves A, which every block of a row
-// reads, in plain copies that the L2's request coalescer merges across blocks; it did not
-// merge the plain copies of B that four blocks read (eighth round in docs/RESULTS.md).
+// half of every B stage from M (half of each run, or in dX every other whole 8 KiB block),
+// multicast to both, and reads its A whole. Otherwise they lie side by side and share A
+// the same way. Sharing B leaves A, which every block of a row reads, in plain copies that
+// the L2's request coalescer merges across blocks; it did not merge the plain copies of B
+// that four blocks read (eighth round in docs/RESULTS.md).
 // Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), B = BN x 128 bytes; mbarriers
 // `full` (expect-tx by the producer, completed by the copies) and `empty` (one arrival per
 // consumer warp of both blocks). Y and dX leave through 2 KiB of shared memory per consumer
