@@ -332,15 +332,20 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                                            : static_cast<std::uint32_t>(BN) * 128);
       const std::uint32_t first_run =
           Pass == pass::forward ? min(b_units, tile_groups - (n0 % tile_n) / 8) : 0u;
+      // dX sharing B: block rank r copies the stage's 8 KiB blocks i with i % 2 = r whole
+      // (half as many copies as half of each), where the stage has an even number of them.
+      const bool alternate_blocks =
+          Pass == pass::input && layout.along_rows && sources % 2 == 0 && b_units == sources;
       for (int base = 0; base < k_tiles; base += wg_source_batch) {
-        const bool ready = ct == blockIdx.x && base == 0;  // worked out by all threads
-        SQUEEZE_UNROLL
-        for (int h = 0; h < wg_source_batch / 32; ++h) {
-          if (ready || base + 32 * h >= k_tiles) break;  // warp-uniform
-          const int kt = base + 32 * h + lane;
+        if (ct != blockIdx.x || base != 0) {  // the first batch: worked out by all threads
           SQUEEZE_UNROLL
-          for (int i = 0; i < sources; ++i) {
-            table[(32 * h + lane) * sources + i] = stage_source(n0, b_units, kt, i);
+          for (int h = 0; h < wg_source_batch / 32; ++h) {
+            if (base + 32 * h >= k_tiles) break;  // warp-uniform
+            const int kt = base + 32 * h + lane;
+            SQUEEZE_UNROLL
+            for (int i = 0; i < sources; ++i) {
+              table[(32 * h + lane) * sources + i] = stage_source(n0, b_units, kt, i);
+            }
           }
         }
         if (!cluster_ready) {
@@ -401,15 +406,11 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
           } else if constexpr (Pass == pass::input) {
             SQUEEZE_UNROLL
             for (int i = 0; i < sources; ++i) {
-              if (static_cast<std::uint32_t>(i) < b_units) {
-                if (layout.along_rows && sources % 2 == 0 && b_units == sources) {
-                  if (static_cast<std::uint32_t>(i % 2) == cy) {
-                    arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s),
-                                              pair_mask);
-                  }
-                } else {
-                  copy_b(b_stage + i * 8192, source[i], 8192);
-                }
+              if (static_cast<std::uint32_t>(i) >= b_units) continue;
+              if (!alternate_blocks) {
+                copy_b(b_stage + i * 8192, source[i], 8192);
+              } else if (static_cast<std::uint32_t>(i % 2) == cy) {
+                arch::bulk_copy_multicast(b_stage + i * 8192, source[i], 8192, full(s), pair_mask);
               }
             }
           } else {
