@@ -45,7 +45,7 @@ namespace core = squeeze::core;
 namespace frsz2_bench {
 
 using squeeze::bench::frsz2_study::default_unroll;
-using squeeze::bench::frsz2_study::max_blocks_per_sm;
+using squeeze::bench::frsz2_study::max_read_grid;
 using squeeze::bench::frsz2_study::plain_reader;
 using squeeze::bench::frsz2_study::read_grid;
 using squeeze::bench::frsz2_study::read_kernel;
@@ -58,7 +58,7 @@ using squeeze::bench::frsz2_study::warp_reader;
 /// The buffers of one run: the values in every storage.
 struct state {
   std::size_t n = std::size_t{1} << 28;
-  unsigned check_grid = 0;  // the grid of the cross-check runs: max_blocks_per_sm an SM
+  unsigned check_grid = 0;  // the grid of the cross-check runs: max_read_grid()
   core::device_buffer<double> x, copy_dst, sink;
   frsz2::array<double> f64;
   frsz2::array<float> f32;
@@ -73,11 +73,9 @@ struct state {
 
   /// Allocates and fills every storage; main calls it before any benchmark is built.
   void init() {
-    int sms = 0;
-    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     x = core::device_buffer<double>{n};
     copy_dst = core::device_buffer<double>{n};
-    check_grid = max_blocks_per_sm * static_cast<unsigned>(sms);
+    check_grid = max_read_grid();
     sink = core::device_buffer<double>{std::size_t{check_grid} * threads};
     // Random values as a Krylov vector holds them: normal, unit norm overall.
     std::vector<double> h(n);

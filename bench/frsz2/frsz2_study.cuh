@@ -165,6 +165,14 @@ void read_kernel(Reader reader, std::size_t n, double* sink) {
 /// Blocks of read_kernel an SM holds at most (2048 threads): sinks are sized for it.
 inline constexpr unsigned max_blocks_per_sm = 2048 / threads;
 
+/// max_blocks_per_sm blocks on every SM of `device`: no read_grid() is larger, so a sink of
+/// a double per thread of this grid fits any read kernel.
+inline unsigned max_read_grid(int device = 0) {
+  int sms = 0;
+  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return max_blocks_per_sm * static_cast<unsigned>(sms);
+}
+
 /// The grid read_kernel runs on: the blocks the device holds at once, so the grid-stride loop
 /// runs in one wave. (The first version launched max_blocks_per_sm an SM whatever the
 /// kernel's registers allowed. In a probe on an H100, 2026-11-26, whose float32 and float16
@@ -209,9 +217,7 @@ inline void tour_section(report_table& table, const tour_context& context) {
   core::device_buffer<double> x{n}, back{n};
   x.copy_from(std::span<const double>{h}, nullptr);
   const int device = context.device->ordinal;
-  int sms = 0;
-  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  core::device_buffer<double> sink{std::size_t{max_blocks_per_sm} * threads * sms};
+  core::device_buffer<double> sink{std::size_t{max_read_grid(device)} * threads};
   const core::timing_options timing{.warmup = 3, .repeats = 15};
   frsz2::array<float> f32{n};
   frsz2::array<__half> f16{n};
