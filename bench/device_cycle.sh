@@ -2,9 +2,10 @@
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
 #                         [coll-build] [coll-test] [coll-bench] [coll-links] [ibp-wire]
-# coll-links (two GPUs or more): the allreduce table under the three link settings
-# (NVLink as set, NCCL_P2P_DISABLE=1, and also NCCL_SHM_DISABLE=1), one JSON each, then
-# examples/allreduce_sgd over NCCL (its data: $FASHION_MNIST, default /tmp/fm).
+# coll-links (two GPUs or more): the allreduce table under three link settings (NVLink as
+# set, NCCL_P2P_DISABLE=1, and also NCCL_SHM_DISABLE=1), one JSON each, the sparse-gradient
+# table with NCCL_P2P_DISABLE=1, then examples/allreduce_sgd over NCCL on NVLink and with
+# NCCL_P2P_DISABLE=1 (ring and recursive doubling; its data: $FASHION_MNIST, default /tmp/fm).
 # The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
 # when absent).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
@@ -50,20 +51,21 @@ for stage in "${stages[@]}"; do
         --benchmark_out="$OUT/frsz2_${gpu}_${stamp}.json" --benchmark_out_format=json
       run frsz2.log "$build/examples/cb_gmres" --tol 1e-12 --max-iters 4000 \
         --json "$OUT/cb_gmres_generated_${gpu}_${stamp}.json" ;;
-    tour)
-      run tour.log "$build/bench/squeeze_tour" ;;
+    tour)  # TOUR_FAMILIES: only these sections (default all)
+      run tour.log "$build/bench/squeeze_tour" ${TOUR_FAMILIES:-} ;;
     example)
       run example.log "$build/examples/gather_features" ;;
     coll-build)  # only what coll needs (MPI is found on the GPU machine)
       run coll.log bash -c 'command -v mpiexec; mpiexec --version | head -2; ompi_info 2>/dev/null | grep -i "cuda support" | head -3; nvidia-smi topo -m'
       run coll.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
-      run coll.log cmake --build --preset bench -j 16 --target squeeze_host_tests \
-        squeeze_coll_gpu_tests squeeze_coll_mpi_tests squeeze_bench_coll -- -k 0 ;;
+      run coll.log cmake --build --preset bench -j "$(nproc)" --target squeeze_host_tests \
+        squeeze_coll_gpu_tests squeeze_coll_mpi_tests squeeze_bench_coll allreduce_sgd \
+        squeeze_tour -- -k 0 ;;
     coll-test)
       run coll.log ctest --test-dir "$build" -R "host\..*Coll|host\..*Schedule|gpu\.Coll|Shapes/Coll|mpi\." \
         --output-on-failure -j 2
       run coll.log compute-sanitizer --tool memcheck --error-exitcode 1 \
-        "$build/tests/squeeze_coll_gpu_tests" --gtest_filter='*N3_n100003_ring*:*N5_n1000_recursive*:CollWireCodec.*' ;;
+        "$build/tests/squeeze_coll_gpu_tests" --gtest_filter='*N3_n100003_ring*:*N5_n1000_recursive*:*GatheringTransport/N2_*:CollWireCodec.*' ;;
     coll-links)
       export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
       ngpu=$(nvidia-smi -L | wc -l)
@@ -73,10 +75,18 @@ for stage in "${stages[@]}"; do
       run coll_links.log env NCCL_P2P_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
         "$build/bench/squeeze_bench_coll" --label p2p-disabled --transport nccl ${COLL_BENCH_ARGS:-} \
         --json "$OUT/coll_shm_${gpu}x${ngpu}_${stamp}.json"
+      run coll_links.log env NCCL_P2P_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
+        "$build/bench/squeeze_bench_coll" --label p2p-disabled --transport nccl --data sparse \
+        ${COLL_BENCH_ARGS:-} --json "$OUT/coll_shm_sparse_${gpu}x${ngpu}_${stamp}.json"
       run coll_links.log env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
         -x NCCL_SHM_DISABLE "$build/bench/squeeze_bench_coll" --label sockets --transport nccl \
         ${COLL_SOCKET_ARGS:---iters 5 --warmup 2} --json "$OUT/coll_socket_${gpu}x${ngpu}_${stamp}.json"
-      run coll_links.log $mpi "$build/examples/allreduce_sgd" --data "${FASHION_MNIST:-/tmp/fm}" ;;
+      fm=${FASHION_MNIST:-/tmp/fm}
+      run sgd_nvlink.log $mpi "$build/examples/allreduce_sgd" --data "$fm"
+      for alg in ring rd; do
+        run "sgd_shm_$alg.log" env NCCL_P2P_DISABLE=1 $mpi -x NCCL_P2P_DISABLE \
+          "$build/examples/allreduce_sgd" --data "$fm" --algorithm $alg
+      done ;;
     ibp-wire)  # IBP's wire codec (coll's lossless codec): its GPU tests, then under memcheck
       run ibp_wire.log cmake --build --preset bench -j 16 --target squeeze_gpu_tests
       run ibp_wire.log "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*'

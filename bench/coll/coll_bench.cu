@@ -1,14 +1,24 @@
 // bench/coll/coll_bench.cu: the OSU-style allreduce latency table, with nccl-tests' algbw
 // and busbw, for squeeze's ring and recursive doubling (raw, FRSZ2 on the wire at l = 8 and
-// 16, IBP lossless, the naive point-to-point variant) and the selector, against the transport's own
-// allreduce (ncclAllReduce, MPI_Allreduce) in the same run. One process per GPU:
+// 16, IBP lossless, the naive point-to-point variant) and the selectors, against the
+// transport's own allreduce (ncclAllReduce, MPI_Allreduce) in the same run, and, over NCCL,
+// against NCCL's own ring (a second communicator made with NCCL_ALGO=Ring). One process
+// per GPU:
 //
 //   mpiexec -n 2 squeeze_bench_coll [--min-bytes 524288] [--max-bytes 536870912]
 //       [--iters 20] [--warmup 5] [--type float|double] [--transport nccl|mpi|both]
-//       [--label default] [--json out.json] [--codec-study]
+//       [--data dense|sparse] [--label default] [--json out.json] [--codec-study]
+//
+// --data: gradient-like N(0, 10^-2) values (dense), or the same with 9 rows of 64 values in
+// 10 zero on each rank, the rows chosen per rank (sparse: an embedding table's gradients,
+// where the lossless codec pays). The selectors use their default options (each call's
+// arguments checked the first time a signature is seen): selector(frsz2_16) calibrates on
+// synthetic values, selector(ibp) on this rank's input.
 //
 // Latency = the median over --iters calls of the slowest rank's time (each call timed by
-// CUDA events between an MPI_Barrier and the call's completion, then the max over ranks).
+// CUDA events between an MPI_Barrier and the call's completion, then the max over ranks),
+// each variant in a block of its own calls; a selector's calls alternate with
+// ncclAllReduce's, whose median in that block (native_paired_us) is the selector's baseline.
 // algbw = bytes / latency; busbw = algbw * 2 (n - 1) / n (nccl-tests). Every variant's first
 // call is checked against the native allreduce of the same data: raw variants within
 // rounding of a different summation order, FRSZ2 within its bound, and every rank holding
@@ -27,6 +37,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,13 +71,15 @@ struct options {
   std::string label = "default";
   std::string json;
   bool codec_study = false;
+  bool sparse = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "squeeze_bench_coll: %s\nusage: mpiexec -n N squeeze_bench_coll [--min-bytes B] "
                "[--max-bytes B] [--iters I] [--warmup W] [--type float|double] "
-               "[--transport nccl|mpi|both] [--label TEXT] [--json FILE] [--codec-study]\n",
+               "[--transport nccl|mpi|both] [--data dense|sparse] [--label TEXT] [--json FILE] "
+               "[--codec-study]\n",
                why.c_str());
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
@@ -100,6 +113,10 @@ options parse(int argc, char** argv) {
       if (t != "nccl" && t != "mpi" && t != "both") usage("--transport nccl|mpi|both");
       o.nccl = t != "mpi";
       o.mpi = t != "nccl";
+    } else if (a == "--data") {
+      const std::string d = value();
+      if (d != "dense" && d != "sparse") usage("--data dense|sparse");
+      o.sparse = d == "sparse";
     } else if (a == "--label") o.label = value();
     else if (a == "--json") o.json = value();
     else if (a == "--codec-study") o.codec_study = true;
@@ -117,6 +134,7 @@ struct record {
   double max_err = 0, max_ref = 0;
   bool ranks_identical = true;
   std::string chosen;  // the selector's pick
+  double native_paired_us = 0;  // a selector's: ncclAllReduce timed in alternation with it
 };
 
 int rank = 0, ranks = 1;
@@ -135,19 +153,19 @@ struct variant {
   std::function<std::string()> chosen;  // the selector reports its pick
 };
 
+/// The table's variants over transport t; `ring_t`, when given, is a transport over a
+/// communicator restricted to NCCL's ring; `sample` this rank's input (selector(ibp)).
 template <class T, class Transport>
-std::vector<variant> variants(Transport& t) {
+std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T> sample) {
   using f16 = frsz2::wire_codec<16>;
   using f8 = frsz2::wire_codec<8>;
+  using ibp = squeeze::ibp::wire_codec;
   auto raw = std::make_shared<coll::allreducer<Transport>>(t);
   auto c16 = std::make_shared<coll::allreducer<Transport, f16>>(t);
   auto c8 = std::make_shared<coll::allreducer<Transport, f8>>(t);
-  auto cibp = std::make_shared<coll::allreducer<Transport, squeeze::ibp::wire_codec>>(t);
+  auto cibp = std::make_shared<coll::allreducer<Transport, ibp>>(t);
   auto sel = std::make_shared<coll::selector<Transport, f16>>(t);
-  // Like ncclAllReduce, without the per-call check of the arguments (its small allreduce and
-  // host synchronization): the like-for-like comparison with the native allreduce.
-  auto sel_nv = std::make_shared<coll::selector<Transport, f16>>(
-      t, f16{}, coll::selector_options{.verify = false});
+  auto sel_ibp = std::make_shared<coll::selector<Transport, ibp>>(t);
   const auto sum = coll::reduce_op::sum;
   auto cast = [](const void* p) { return static_cast<const T*>(p); };
   auto out = [](void* p) { return static_cast<T*>(p); };
@@ -157,6 +175,13 @@ std::vector<variant> variants(Transport& t) {
   v.push_back({"native", 0, [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                  t.native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
                }, nullptr});
+  if (ring_t != nullptr) {
+    v.push_back({"native ring", 0,
+                 [ring_t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
+                   ring_t->native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
+                 },
+                 nullptr});
+  }
   auto add = [&](std::string name, double bits, auto ar, coll::allreduce_options o) {
     v.push_back({std::move(name), bits,
                  [ar, o, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
@@ -180,30 +205,33 @@ std::vector<variant> variants(Transport& t) {
                  (*sel)(cast(s), out(r), n, sum, st);
                },
                [sel] { return std::string{coll::name(sel->last_choice())}; }});
-  v.push_back({"selector no-verify", l16,
-               [sel, sel_nv, cast, out, sum](const void* s, void* r, std::size_t n,
-                                             cudaStream_t st) {
-                 if (!sel_nv->calibrated()) {  // the same link: the same table
-                   if (!sel->calibrated()) sel->template calibrate<T>(st);
-                   sel_nv->set_measurements(sel->measurements());
-                 }
-                 (*sel_nv)(cast(s), out(r), n, sum, st);
+  v.push_back({"selector(ibp)", 0,
+               [sel_ibp, sample, cast, out, sum](const void* s, void* r, std::size_t n,
+                                                 cudaStream_t st) {
+                 if (!sel_ibp->calibrated()) sel_ibp->template calibrate<T>(st, sample);
+                 (*sel_ibp)(cast(s), out(r), n, sum, st);
                },
-               [sel_nv] { return std::string{coll::name(sel_nv->last_choice())}; }});
+               [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }});
   return v;
 }
 
 template <class T, class Transport>
-void run_table(const char* transport_name, Transport& t, const options& o, cudaStream_t s,
-               std::vector<record>& records) {
-  auto list = variants<T>(t);
+void run_table(const char* transport_name, Transport& t, Transport* ring_t, const options& o,
+               cudaStream_t s, std::vector<record>& records) {
   const std::size_t max_count = o.max_bytes / sizeof(T);
   core::device_buffer<T> input{max_count}, ref{max_count}, work{max_count};
-  study::fill_normal(input.data(), max_count, 1000 + static_cast<std::uint64_t>(rank), 1e-2, s);
+  const auto seed = 1000 + static_cast<std::uint64_t>(rank);
+  if (o.sparse) {
+    study::fill_sparse_rows(input.data(), max_count, seed, 1e-2, s);
+  } else {
+    study::fill_normal(input.data(), max_count, seed, 1e-2, s);
+  }
+  auto list = variants<T>(t, ring_t, std::span<const T>{input.data(), max_count});
   core::event start, stop;
   if (rank == 0) {
-    std::printf("\n# %s, %d ranks, %s, link setting: %s\n# %-10s", transport_name, ranks,
-                sizeof(T) == 4 ? "float" : "double", o.label.c_str(), "size");
+    std::printf("\n# %s, %d ranks, %s (%s), link setting: %s\n# %-10s", transport_name, ranks,
+                sizeof(T) == 4 ? "float" : "double",
+                o.sparse ? "90 % of rows of 64 zero" : "dense", o.label.c_str(), "size");
     for (const auto& v : list) std::printf(" %18s", v.name.c_str());
     std::printf("   (median us of the slowest rank; speedup over native below)\n");
   }
@@ -213,6 +241,7 @@ void run_table(const char* transport_name, Transport& t, const options& o, cudaS
     t.native_allreduce(input.data(), ref.data(), n, coll::reduce_op::sum, s);
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
     std::vector<double> us(list.size());
+    std::vector<record> checked;
     for (std::size_t k = 0; k < list.size(); ++k) {
       auto& v = list[k];
       record r;
@@ -235,7 +264,7 @@ void run_table(const char* transport_name, Transport& t, const options& o, cudaS
               ? 1e-5 * worst[1] * ranks  // another summation order
               : (ranks + 2) * std::ldexp(1.0, 2 - static_cast<int>(v.bits_per_value)) * worst[1];
       if (!(r.max_err <= allowed) || (!r.ranks_identical && v.name.find("p2p") == std::string::npos &&
-                                      v.name != "native")) {
+                                      v.name.find("native") == std::string::npos)) {
         if (rank == 0) {
           std::fprintf(stderr, "VERIFICATION FAILED: %s %s at %zu bytes: max error %.3g (allowed %.3g), "
                        "ranks identical: %d\n", transport_name, v.name.c_str(), bytes, r.max_err,
@@ -243,24 +272,49 @@ void run_table(const char* transport_name, Transport& t, const options& o, cudaS
         }
         MPI_Abort(MPI_COMM_WORLD, 3);
       }
-      auto stats = core::collect({.warmup = o.warmup, .repeats = o.iters}, [&] {
-        MPI_Barrier(MPI_COMM_WORLD);
-        start.record(s);
-        v.call(input.data(), work.data(), n, s);
-        stop.record(s);
-        stop.synchronize();
-        float ms = 0;
-        SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-        return static_cast<double>(ms);
-      });
-      std::vector<double> t3{stats.median_ms, stats.min_ms, stats.max_ms};
+      checked.push_back(r);
+    }
+    // Each variant is timed in a block of its own calls: NCCL's first collective after
+    // send/recv (or the reverse) costs more, which timing variants in turn would charge to
+    // the next one. A selector's block alternates its calls with ncclAllReduce's, and its
+    // ratio is taken against those (native_paired_us): the same moments, the same
+    // preceding operation.
+    auto once = [&](variant& v) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      start.record(s);
+      v.call(input.data(), work.data(), n, s);
+      stop.record(s);
+      stop.synchronize();
+      float ms = 0;
+      SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+      return static_cast<double>(ms);
+    };
+    auto over_ranks = [](const core::timing_summary& t) {
+      std::vector<double> t3{t.median_ms, t.min_ms, t.max_ms};
       max_over_ranks(t3);
+      return t3;
+    };
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      record& r = checked[k];
+      const bool paired = static_cast<bool>(list[k].chosen);
+      std::vector<double> mine, native;
+      for (int i = 0; i < o.warmup + o.iters; ++i) {
+        const double t = once(list[k]);
+        const double t0 = paired ? once(list[0]) : 0.0;
+        if (i < o.warmup) continue;
+        mine.push_back(t);
+        native.push_back(t0);
+      }
+      const auto t3 = over_ranks(core::summarize(mine));
       r.median_us = t3[0] * 1e3;
       r.min_us = t3[1] * 1e3;
       r.max_us = t3[2] * 1e3;
       r.algbw = static_cast<double>(bytes) / (r.median_us * 1e3);
       r.busbw = r.algbw * 2.0 * (ranks - 1) / ranks;
-      if (v.chosen) r.chosen = v.chosen();
+      if (paired) {
+        r.chosen = list[k].chosen();
+        r.native_paired_us = over_ranks(core::summarize(native))[0] * 1e3;
+      }
       us[k] = r.median_us;
       records.push_back(r);
     }
@@ -271,7 +325,15 @@ void run_table(const char* transport_name, Transport& t, const options& o, cudaS
       for (double x : us) std::printf(" %17.2fx", us[0] / x);
       std::printf("\n  %-10s", "busbw GB/s");
       for (double x : us) std::printf(" %18.2f", static_cast<double>(bytes) / (x * 1e3) * 2.0 * (ranks - 1) / ranks);
-      std::printf("   selector: %s\n", records.back().chosen.c_str());
+      std::printf("   selector: %s", records.back().chosen.c_str());
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const record& r = records[records.size() - list.size() + k];
+        if (r.native_paired_us > 0) {
+          std::printf("  %s / native in alternation: %.2fx", r.variant.c_str(),
+                      r.native_paired_us / r.median_us);
+        }
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
   }
@@ -286,9 +348,10 @@ void write_json(const options& o, const std::vector<record>& records,
   }
   const auto info = core::query_device();
   std::fprintf(f, "{\n  \"context\": {\"device\": \"%s\", \"ranks\": %d, \"label\": \"%s\", "
-               "\"type\": \"%s\", \"iters\": %d, \"warmup\": %d, \"NCCL_P2P_DISABLE\": \"%s\", "
-               "\"NCCL_SHM_DISABLE\": \"%s\", \"NCCL_NVLS_ENABLE\": \"%s\"},\n",
+               "\"type\": \"%s\", \"data\": \"%s\", \"iters\": %d, \"warmup\": %d, "
+               "\"NCCL_P2P_DISABLE\": \"%s\", \"NCCL_SHM_DISABLE\": \"%s\", \"NCCL_NVLS_ENABLE\": \"%s\"},\n",
                core::describe(info).c_str(), ranks, o.label.c_str(), o.dbl ? "double" : "float",
+               o.sparse ? "sparse" : "dense",
                o.iters, o.warmup, std::getenv("NCCL_P2P_DISABLE") ? std::getenv("NCCL_P2P_DISABLE") : "",
                std::getenv("NCCL_SHM_DISABLE") ? std::getenv("NCCL_SHM_DISABLE") : "",
                std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "");
@@ -304,10 +367,14 @@ void write_json(const options& o, const std::vector<record>& records,
     const auto& r = records[i];
     std::fprintf(f, "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"bytes\": %zu, \"median_us\": %.2f, "
                  "\"min_us\": %.2f, \"max_us\": %.2f, \"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, "
-                 "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s%s%s%s}",
+                 "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s",
                  i ? "," : "", r.transport.c_str(), r.variant.c_str(), r.bytes, r.median_us, r.min_us,
-                 r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false",
-                 r.chosen.empty() ? "" : ", \"chosen\": \"", r.chosen.c_str(), r.chosen.empty() ? "" : "\"");
+                 r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false");
+    if (!r.chosen.empty()) {
+      std::fprintf(f, ", \"chosen\": \"%s\", \"native_paired_us\": %.2f", r.chosen.c_str(),
+                   r.native_paired_us);
+    }
+    std::fprintf(f, "}");
   }
   std::fprintf(f, "\n  ]\n}\n");
   std::fclose(f);
@@ -360,8 +427,16 @@ int main(int argc, char** argv) {
     } else if (o.nccl) {
       const coll::nccl_communicator comm{MPI_COMM_WORLD};
       coll::nccl_transport t{comm.get()};
-      if (o.dbl) run_table<double>("nccl", t, o, s, records);
-      else run_table<float>("nccl", t, o, s, records);
+      // NCCL reads NCCL_ALGO when a communicator is made: a second one restricted to its ring
+      const char* before = std::getenv("NCCL_ALGO");
+      const std::string saved = before != nullptr ? before : "";
+      setenv("NCCL_ALGO", "Ring", 1);
+      const coll::nccl_communicator ring_comm{MPI_COMM_WORLD};
+      if (before != nullptr) setenv("NCCL_ALGO", saved.c_str(), 1);
+      else unsetenv("NCCL_ALGO");
+      coll::nccl_transport ring_t{ring_comm.get()};
+      if (o.dbl) run_table<double>("nccl", t, &ring_t, o, s, records);
+      else run_table<float>("nccl", t, &ring_t, o, s, records);
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};
@@ -371,8 +446,8 @@ int main(int argc, char** argv) {
                     "host memory (the library does not say it is CUDA-aware)" : "device buffers "
                     "handed to a CUDA-aware MPI");
       }
-      if (o.dbl) run_table<double>(name, t, o, s, records);
-      else run_table<float>(name, t, o, s, records);
+      if (o.dbl) run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
+      else run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
     }
     if (rank == 0 && !o.json.empty()) write_json(o, records, codecs);
   } catch (const std::exception& e) {

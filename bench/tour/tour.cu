@@ -1,5 +1,5 @@
-// bench/tour/tour.cu: squeeze_tour, a short run of every family's headline measurement,
-// printed as one table:
+// bench/tour/tour.cu: squeeze_tour [family ...], a short run of every family's headline
+// measurement (or of the families named), printed as one table:
 //
 //   family | measurement | value | baseline (same run) | ratio | target | met?
 //
@@ -12,6 +12,7 @@
 // Adding a family: write `void tour_section(report_table&, const tour_context&)` in its
 // bench/<family>/<family>_study.cuh, include that header here, and add one line to
 // tour_sections().
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -58,7 +59,25 @@ tour_context detect() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // The coll section measures another NCCL link setting in a child process of this program.
+  if (argc > 1 && std::string{argv[1]} == "--coll-link-child") {
+#if defined(SQUEEZE_HAVE_NCCL)
+    return coll_study::link_child_main();
+#else
+    return 1;
+#endif
+  }
+  std::vector<std::string> only(argv + 1, argv + argc);
+  for (const std::string& name : only) {
+    bool known = false;
+    for (const tour_section& section : tour_sections()) known = known || section.family == name;
+    if (!known) {
+      std::fprintf(stderr, "squeeze_tour: no family '%s' (xfer, ibp, frsz2, roast, bam, coll)\n",
+                   name.c_str());
+      return 2;
+    }
+  }
   const tour_context context = detect();
   if (context.has_gpu()) {
     std::printf("squeeze tour on GPU %d: %s\n", context.device->ordinal,
@@ -71,6 +90,7 @@ int main() {
   report_table table;
   bool wrong_result = false;
   for (const tour_section& section : tour_sections()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), section.family) == only.end()) continue;
     std::printf("  %s ...", section.family.c_str());
     std::fflush(stdout);
     const auto start = std::chrono::steady_clock::now();

@@ -241,9 +241,10 @@ struct variant {
   std::string key;   // as --variants names it
   std::string name;  // for the tables
   /// grads[0 .. count) = their sum over the ranks, in place (device memory), ordered on
-  /// `stream` (NCCL) or complete on return (MPI). `verify`: first check across the ranks that
-  /// every rank makes the same call (a host synchronization; squeeze's variants only).
-  std::function<void(float* grads, std::size_t count, cudaStream_t stream, bool verify)> sum;
+  /// `stream` (NCCL) or complete on return (MPI). squeeze's variants check across the ranks
+  /// that every rank makes the same call the first time a signature is seen (a host
+  /// synchronization), not again (coll::verification::first_call).
+  std::function<void(float* grads, std::size_t count, cudaStream_t stream)> sum;
   /// What this rank sent in the last call (squeeze's variants only).
   std::function<std::size_t()> bytes_sent;
 };
@@ -253,9 +254,8 @@ variant squeeze_variant(std::string key, std::string name, Transport& net,
                         coll::algorithm algorithm) {
   auto ar = std::make_shared<coll::allreducer<Transport, Codec>>(net);
   return {std::move(key), std::move(name),
-          [ar, algorithm](float* grads, std::size_t count, cudaStream_t stream, bool verify) {
-            (*ar)(grads, grads, count, coll::reduce_op::sum, stream,
-                  {.algorithm = algorithm, .verify = verify});
+          [ar, algorithm](float* grads, std::size_t count, cudaStream_t stream) {
+            (*ar)(grads, grads, count, coll::reduce_op::sum, stream, {.algorithm = algorithm});
           },
           [ar] { return ar->bytes_sent(); }};
 }
@@ -268,7 +268,7 @@ variant make_variant(const std::string& key, Transport& net, coll::algorithm alg
   if (key == "native") {
     return {key,
             std::string{"native ("} + native_name + ")",
-            [&net](float* grads, std::size_t count, cudaStream_t stream, bool) {
+            [&net](float* grads, std::size_t count, cudaStream_t stream) {
               net.native_allreduce(grads, grads, count, coll::reduce_op::sum, stream);
             },
             {}};
@@ -371,11 +371,12 @@ summary train_variant(const context& c, variant& v) {
 
   // One untimed call on scratch values of the same size first: it allocates what the
   // allreducer keeps between calls and checks that every rank makes the same call; the
-  // training calls then skip that check (and its host synchronization).
+  // training calls repeat its signature, so they are not checked again (and make no host
+  // synchronization).
   {
     core::device_buffer<float> scratch{m.size};
     scratch.fill_bytes(0x3C, c.stream);  // floats near 0.0115
-    v.sum(scratch.data(), m.size, c.stream, true);
+    v.sum(scratch.data(), m.size, c.stream);
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(c.stream));
   }
   check_same_parameters(c, m, v, "after initialization");
@@ -415,7 +416,7 @@ summary train_variant(const context& c, variant& v) {
         m.grads.fill_bytes(0, c.stream);
       }
       sum_start[k].record(c.stream);
-      v.sum(m.grads.data(), m.size, c.stream, false);  // every gradient, one call
+      v.sum(m.grads.data(), m.size, c.stream);  // every gradient, one call
       sum_stop[k].record(c.stream);
       adam_step(m, cosine_lr(args.lr, step, total_steps), step, c.stream);
     }

@@ -204,12 +204,39 @@ class local_transport {
 };
 
 static_assert(coll::transport<local_transport>);
+static_assert(!coll::gathering_transport<local_transport>);
+
+/// local_transport that also gathers in place (coll::gathering_transport), as the NCCL
+/// transport does: the collectives then exchange through it where two ranks run. Each
+/// gather is one step (one begin/end) of sends to and receives from every other rank.
+class local_gathering_transport : public local_transport {
+ public:
+  using local_transport::local_transport;
+  void gather_in_place(void* buffer, std::size_t bytes, cudaStream_t stream) {
+    if (bytes == 0) return;
+    auto* base = static_cast<std::byte*>(buffer);
+    begin(stream);
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank()) continue;
+      recv(base + static_cast<std::size_t>(p) * bytes, bytes, p);
+      send(base + static_cast<std::size_t>(rank()) * bytes, bytes, p);
+    }
+    end();
+    ++gathers_;
+  }
+  [[nodiscard]] int gathers() const noexcept { return gathers_; }
+
+ private:
+  int gathers_ = 0;
+};
+
+static_assert(coll::gathering_transport<local_gathering_transport>);
 
 template <class T>
 void local_transport::native_allreduce(const T* send, T* recv, std::size_t count,
                                        core::reduce_op op, cudaStream_t stream) {
   coll::allreducer<local_transport> ring{*this};
-  ring(send, recv, count, op, stream, {.verify = false});
+  ring(send, recv, count, op, stream, {.verify = coll::verification::off});
 }
 
 /// Runs body(rank) on `size` threads (device 0 current on each); rethrows the first exception

@@ -52,9 +52,12 @@ struct outcome {
   std::vector<std::vector<T>> results;   // per rank, after the first call
   std::vector<std::vector<T>> repeated;  // per rank, after a second identical call
   std::vector<std::size_t> bytes_sent;
+  std::vector<int> steps;    // transport steps (begin/end pairs), gathers included
+  std::vector<int> gathers;  // in-place gathers (a gathering transport's)
+  std::vector<std::uint64_t> checks;  // argument checks across the ranks
 };
 
-template <class Codec, class T>
+template <class Codec, class T, class Transport = test::local_transport>
 outcome<T> run_local(const std::vector<std::vector<T>>& inputs, core::reduce_op op,
                      const coll::allreduce_options& options, bool in_place) {
   const int ranks = static_cast<int>(inputs.size());
@@ -63,13 +66,16 @@ outcome<T> run_local(const std::vector<std::vector<T>>& inputs, core::reduce_op 
   out.results.resize(inputs.size());
   out.repeated.resize(inputs.size());
   out.bytes_sent.resize(inputs.size());
+  out.steps.resize(inputs.size());
+  out.gathers.resize(inputs.size());
+  out.checks.resize(inputs.size());
   test::local_hub hub{ranks};
   test::run_ranks(ranks, [&](int r) {
     const auto ri = static_cast<std::size_t>(r);
-    test::local_transport t{hub, r};
+    Transport t{hub, r};
     core::stream s;
     core::device_buffer<T> send{count}, recv{count};
-    coll::allreducer<test::local_transport, Codec> ar{t};
+    coll::allreducer<Transport, Codec> ar{t};
     for (int call = 0; call < 2; ++call) {
       send.copy_from(std::span<const T>{inputs[ri]}, s);
       recv.fill_bytes(0xA5, s);  // poison
@@ -84,6 +90,9 @@ outcome<T> run_local(const std::vector<std::vector<T>>& inputs, core::reduce_op 
       s.synchronize();
     }
     out.bytes_sent[ri] = ar.bytes_sent();
+    out.steps[ri] = t.steps_taken();
+    if constexpr (requires { t.gathers(); }) out.gathers[ri] = t.gathers();
+    out.checks[ri] = ar.agreed().checks();
   });
   return out;
 }
@@ -212,6 +221,51 @@ TEST_P(CollLocal, SlicedPipeline) {
   }
 }
 
+// A transport that gathers (as NCCL's does): two ranks exchange each slice's pair of
+// messages by one in-place gather, other rank counts keep their sends and receives. The
+// arithmetic is the same, so every result equals the point-to-point transport's bit for
+// bit, sliced or not, ring or recursive doubling.
+TEST_P(CollLocal, GatheringTransport) {
+  SQUEEZE_REQUIRE_GPU();
+  const auto p = GetParam();
+  for (std::size_t slice : {std::size_t{4096}, std::size_t{16} << 20}) {
+    SCOPED_TRACE("slice_bytes " + std::to_string(slice));
+    // every slice through the gather (the default gathers slices of 4 MiB or more)
+    const coll::allreduce_options o{.algorithm = p.algorithm, .slice_bytes = slice, .gather_bytes = 0};
+    const auto in = make_inputs<float>(p.ranks, p.count, data_kind::normal, 61 + p.count);
+    const auto want = run_local<frsz2::wire_codec<16>>(in, core::reduce_op::sum, o, false);
+    const auto got = run_local<frsz2::wire_codec<16>, float, test::local_gathering_transport>(
+        in, core::reduce_op::sum, o, false);
+    const auto in_d = make_inputs<double>(p.ranks, p.count, data_kind::normal, 62 + p.count);
+    const auto want_d = run_local<frsz2::wire_codec<8>>(in_d, core::reduce_op::max, o, true);
+    const auto got_d = run_local<frsz2::wire_codec<8>, double, test::local_gathering_transport>(
+        in_d, core::reduce_op::max, o, true);
+    for (int r = 0; r < p.ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      EXPECT_TRUE(same_bits(got.results[ri], want.results[ri])) << "rank " << r;
+      EXPECT_TRUE(same_bits(got.repeated[ri], want.results[ri])) << "rank " << r;
+      EXPECT_TRUE(same_bits(got_d.results[ri], want_d.results[ri])) << "rank " << r;
+      EXPECT_TRUE(same_bits(got.results[ri], got.results[0])) << "rank " << r;
+      if (p.ranks == 2 && p.count > 0) {
+        // every transfer was a gather
+        EXPECT_GT(got.gathers[ri], 0) << "rank " << r;
+        EXPECT_EQ(got.gathers[ri], got.steps[ri]) << "rank " << r;
+      } else {
+        EXPECT_EQ(got.gathers[ri], 0) << "rank " << r;
+      }
+    }
+  }
+  // below gather_bytes, two ranks keep send/recv
+  if (p.ranks == 2 && p.count > 0) {
+    const coll::allreduce_options o{.algorithm = p.algorithm, .gather_bytes = std::size_t{1} << 40};
+    const auto in = make_inputs<float>(p.ranks, p.count, data_kind::normal, 63 + p.count);
+    const auto got = run_local<frsz2::wire_codec<16>, float, test::local_gathering_transport>(
+        in, core::reduce_op::sum, o, false);
+    EXPECT_EQ(got.gathers[0], 0);
+    EXPECT_GT(got.steps[0], 0);
+  }
+}
+
 TEST_P(CollLocal, Frsz2Naive) {
   SQUEEZE_REQUIRE_GPU();
   const auto p = GetParam();
@@ -290,11 +344,11 @@ INSTANTIATE_TEST_SUITE_P(
                     case_params{8, 65536, coll::algorithm::recursive_doubling}),
     case_name);
 
-// A rank that passes another count, algorithm, op or slicing makes every rank throw, before
-// any data moves.
+// A rank that passes another count, algorithm, op, slicing or gather threshold makes every
+// rank throw, before any data moves.
 TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
   SQUEEZE_REQUIRE_GPU();
-  for (int mismatch = 0; mismatch < 4; ++mismatch) {
+  for (int mismatch = 0; mismatch < 5; ++mismatch) {
     const int ranks = 3;
     test::local_hub hub{ranks};
     std::vector<int> refused(ranks, 0);
@@ -312,6 +366,7 @@ TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
         if (mismatch == 1) o.algorithm = coll::algorithm::recursive_doubling;
         if (mismatch == 2) op = core::reduce_op::max;
         if (mismatch == 3) o.slice_bytes = 4096;
+        if (mismatch == 4) o.gather_bytes = 0;
       }
       try {
         ar(buf.data(), buf.data(), count, op, s, o);
@@ -322,6 +377,54 @@ TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
       EXPECT_EQ(t.steps_taken(), 0) << "rank " << r << " moved data";
     });
     for (int r = 0; r < ranks; ++r) EXPECT_EQ(refused[static_cast<std::size_t>(r)], 1) << "rank " << r;
+  }
+}
+
+// verification::first_call checks a signature once, every_call every time, off never;
+// a call with a new count or op is checked again. Results are the same whatever checks.
+TEST(CollLocalErrors, EachSignatureIsCheckedOnce) {
+  SQUEEZE_REQUIRE_GPU();
+  const int ranks = 3;
+  const std::size_t count = 1000;
+  const auto in = make_inputs<float>(ranks, 2 * count, data_kind::integers, 71);
+  const auto want_sum = host_reduce(in, core::reduce_op::sum);
+  for (auto v : {coll::verification::off, coll::verification::first_call,
+                 coll::verification::every_call}) {
+    SCOPED_TRACE(coll::name(v));
+    test::local_hub hub{ranks};
+    std::vector<std::uint64_t> checks(ranks);
+    std::vector<std::vector<float>> last(ranks);
+    test::run_ranks(ranks, [&](int r) {
+      const auto ri = static_cast<std::size_t>(r);
+      test::local_transport t{hub, r};
+      core::stream s;
+      core::device_buffer<float> buf{2 * count};
+      coll::allreducer<test::local_transport, frsz2::wire_codec<32>> ar{t};
+      // (count, sum) three times, (2 count, sum), (count, sum), (count, max): three signatures
+      const std::size_t counts[] = {count, count, count, 2 * count, count, count};
+      const core::reduce_op ops[] = {core::reduce_op::sum, core::reduce_op::sum,
+                                     core::reduce_op::sum, core::reduce_op::sum,
+                                     core::reduce_op::sum, core::reduce_op::max};
+      for (int call = 0; call < 6; ++call) {
+        buf.copy_from(std::span<const float>{in[ri]}, s);
+        ar(buf.data(), buf.data(), counts[call], ops[call], s, {.verify = v});
+      }
+      buf.copy_from(std::span<const float>{in[ri]}, s);
+      ar(buf.data(), buf.data(), 2 * count, core::reduce_op::sum, s, {.verify = v});
+      last[ri].resize(2 * count);
+      buf.copy_to(std::span<float>{last[ri]}, s);
+      s.synchronize();
+      checks[ri] = ar.agreed().checks();
+    });
+    const std::uint64_t expected = v == coll::verification::off          ? 0
+                                   : v == coll::verification::first_call ? 3
+                                                                         : 7;
+    for (int r = 0; r < ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      EXPECT_EQ(checks[ri], expected) << "rank " << r;
+      // small integers are exact in frsz2_32
+      EXPECT_TRUE(same_bits(last[ri], want_sum)) << "rank " << r;
+    }
   }
 }
 
@@ -397,6 +500,46 @@ TEST(CollSelector, ChoosesFromTheTable) {
   sel.set_measurements(ms);
   EXPECT_EQ(sel.choose(8u << 20), coll::path::native);
   EXPECT_THROW(sel.set_measurements({}), squeeze::invalid_argument);
+}
+
+// A codec of variable size (IBP) is chosen only when it was timed on the caller's data: the
+// same table without that leaves the native allreduce or a raw schedule.
+TEST(CollSelector, VariableSizeCodecOnlyOnTheCallersData) {
+  SQUEEZE_REQUIRE_GPU();
+  test::local_hub hub{1};
+  test::local_transport t{hub, 0};
+  coll::selector<test::local_transport, squeeze::ibp::wire_codec> sel{
+      t, {}, {.ladder = {1u << 20, 4u << 20}}};
+  // the codec's columns 5x faster than native, the raw schedules 2 % slower
+  std::vector<std::array<double, coll::path_count>> ms;
+  for (double mib : {1.0, 4.0}) ms.push_back({mib, 1.02 * mib, 1.02 * mib, 0.2 * mib, 0.2 * mib});
+  sel.set_measurements(ms);  // as calibrate(stream) leaves it: no sample
+  EXPECT_FALSE(sel.codec_candidates());
+  EXPECT_EQ(sel.choose(2u << 20), coll::path::native);
+  sel.set_measurements(ms, true);  // as calibrate(stream, sample) leaves it
+  EXPECT_TRUE(sel.codec_candidates());
+  EXPECT_EQ(sel.choose(2u << 20), coll::path::ring_compressed);
+  // calibrated without a sample on this transport: the codec is neither timed nor chosen
+  core::stream s;
+  coll::selector<test::local_transport, squeeze::ibp::wire_codec> cal{
+      t, {}, {.ladder = {64u << 10, 256u << 10}, .warmup = 0, .repeats = 1}};
+  cal.calibrate<float>(s);
+  EXPECT_FALSE(cal.codec_candidates());
+  for (const auto& row : cal.measurements()) {
+    EXPECT_EQ(row[static_cast<std::size_t>(coll::path::ring_compressed)], 0.0);
+    EXPECT_GT(row[static_cast<std::size_t>(coll::path::native)], 0.0);
+  }
+  // with a sample (90 % zeros) it is timed
+  std::vector<float> host(10000, 0.0f);
+  for (std::size_t i = 0; i < host.size(); i += 10) host[i] = 0.25f * static_cast<float>(i % 7 + 1);
+  core::device_buffer<float> sample{host.size()};
+  sample.copy_from(std::span<const float>{host}, s);
+  cal.calibrate<float>(s, std::span<const float>{sample.data(), sample.size()});
+  EXPECT_TRUE(cal.codec_candidates());
+  for (const auto& row : cal.measurements()) {
+    EXPECT_GT(row[static_cast<std::size_t>(coll::path::ring_compressed)], 0.0);
+  }
+  EXPECT_THROW(cal.calibrate<float>(s, std::span<const float>{}), squeeze::invalid_argument);
 }
 
 // ---- the frsz2 wire codec against the host reference ------------------------------------

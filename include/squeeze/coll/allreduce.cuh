@@ -1,5 +1,5 @@
 // squeeze/coll/allreduce.cuh: ring and recursive-doubling allreduce that compress on the
-// wire (the seed paper's collective-level compression), over any coll::transport.
+// wire (collective-level compression, Zhou et al., ISC 2024), over any coll::transport.
 //
 //   coll::nccl_transport net{comm};                                  // your communicator
 //   coll::allreducer<coll::nccl_transport, frsz2::wire_codec<16>> ar{net};
@@ -8,12 +8,13 @@
 //      {.algorithm = coll::algorithm::recursive_doubling});           // in place
 //
 // An allreducer owns what a call needs between calls (workspace for the messages, a side
-// stream, events) and is reused; it keeps a pointer to the transport. Calls are
-// stream-ordered on `stream` for the NCCL transport (the host does not wait, unless the
-// codec has variable sizes or `verify` is on); with MPI the host drives the steps.
+// stream, events, the call signatures already checked) and is reused; it keeps a pointer to
+// the transport. Calls are stream-ordered on `stream` for the NCCL transport (the host does
+// not wait, unless the codec has variable sizes or a call's arguments are checked: by
+// default only the first call of each signature is); with MPI the host drives the steps.
 //
-// Collective-level compression (options.collective = true, the default), per the seed
-// paper §III-C..F:
+// Collective-level compression (options.collective = true, the default), as in Zhou et
+// al., ISC 2024, §III-C..F:
 //   * each message is encoded once per step, from the chunk just reduced, on `stream`;
 //   * in the ring's allgather, the owner encodes its chunk once; every other rank forwards
 //     the message it received unchanged and decodes it off the path of the next send (on a
@@ -21,8 +22,11 @@
 //   * decoding and reduction are one kernel (codec.decode_reduce) on the stream the
 //     receive completes on: no extra synchronization;
 //   * with NCCL (stream-ordered transports) and fixed-size codecs, each step's chunk moves in
-//     slices (allreduce_options::slice_bytes, up to max_slices) on a stream of its own, so
-//     decoding, reducing and encoding slice s overlaps the transfer of slices s + 1 ...;
+//     slices (allreduce_options::slice_bytes, up to max_slices) on a high-priority stream of
+//     its own, so decoding, reducing and encoding slice s overlaps the transfer of slices
+//     s + 1 ...; with two ranks and a transport that gathers (gathering_transport: NCCL),
+//     each slice's exchange (messages of allreduce_options::gather_bytes or more) is one
+//     in-place gather of the two ranks' messages, which NCCL runs on all of its channels;
 //   * with MPI, the receive is posted before the send waits for its encoding, so encoding
 //     overlaps the receive (transport.hpp).
 // Lossy codecs keep every rank's result identical: values a rank keeps and also sends are
@@ -30,7 +34,7 @@
 // for bit (core::apply). The result then differs from the exact reduction by the codec's
 // error, the same on every rank.
 //
-// options.collective = false is the naive point-to-point variant the paper compares with:
+// options.collective = false is the naive point-to-point variant that work compares with:
 // every send encodes on a side stream and waits for it, every receive decodes into scratch on
 // the side stream, waits, then reduces; forwarded chunks are decoded and encoded again. It
 // exists for benchmarks; ranks may end with slightly different values under a lossy codec.
@@ -67,14 +71,25 @@ struct allreduce_options {
   coll::algorithm algorithm = coll::algorithm::ring;
   /// Collective-level compression; false: the naive point-to-point variant (benchmarks).
   bool collective = true;
-  /// Check first that every rank passed the same count, value type, op, algorithm, codec
-  /// and slice_bytes (one small allreduce and a host synchronization per call). Without it,
-  /// mismatched calls hang or corrupt memory, as with plain NCCL or MPI.
-  bool verify = true;
+  /// When to check that every rank passed the same count, value type, op, algorithm, codec,
+  /// slice_bytes and gather_bytes (one small allreduce and a host synchronization per
+  /// check): by default the first call of each signature (coll::verification).
+  verification verify = verification::first_call;
   /// Stream-ordered transports (NCCL) with fixed-size codecs: each step's chunk moves in
   /// slices of about this many bytes of values (at most max_slices), so the codec's kernels
   /// for one slice overlap the transfer of the next. Every rank must pass the same value.
-  std::size_t slice_bytes = std::size_t{8} << 20;
+  /// Each slice costs a transfer's fixed time (10-16 us over shared memory between two
+  /// H100s) and the first and last slices' codec time is not hidden: for 64 MiB of float on
+  /// that link (2026-11-27) 16 MiB beat 4, 8 and 32 MiB (and 1, 2 and 64 MiB by send/recv);
+  /// at 512 MiB 4-32 MiB (max_slices slices a chunk) were within 1 %.
+  std::size_t slice_bytes = std::size_t{16} << 20;
+  /// Two ranks over a transport that gathers (gathering_transport: NCCL): slices whose
+  /// messages have at least this many bytes are exchanged by one in-place gather, smaller
+  /// ones by send/recv. Over shared memory between two H100s (NCCL 2.28,
+  /// NCCL_P2P_DISABLE=1, 2026-11-27), ncclAllGather against ncclSend/ncclRecv for the same
+  /// bytes each way: 116 against 110 us at 2 MiB, 379 against ~394 us at 8.25 MiB, 1385
+  /// against 1501 us at 32 MiB. Every rank must pass the same value.
+  std::size_t gather_bytes = std::size_t{4} << 20;
 };
 
 /// A codec whose decoder reports malformed messages (ibp::wire_codec): check(stream)
@@ -153,7 +168,7 @@ class allreducer {
                     "coll::allreducer: null buffer");
     const int n = transport_->size();
     bytes_sent_ = 0;
-    if (options.verify) verify<T>(count, op, options, stream);
+    verify<T>(count, op, options, stream);
     if (send != recv && count > 0) {
       SQUEEZE_CUDA_TRY(cudaMemcpyAsync(recv, send, count * sizeof(T), cudaMemcpyDeviceToDevice,
                                        stream));
@@ -184,6 +199,8 @@ class allreducer {
   }
 
   [[nodiscard]] Codec& codec() noexcept { return codec_; }
+  /// The call signatures checked so far (what verification::first_call skips).
+  [[nodiscard]] const agreed_calls& agreed() const noexcept { return agreed_; }
   [[nodiscard]] Transport& transport() noexcept { return *transport_; }
   /// Bytes this rank sent in the last call (message sizes: the compression the wire saw).
   [[nodiscard]] std::size_t bytes_sent() const noexcept { return bytes_sent_; }
@@ -228,6 +245,7 @@ class allreducer {
     // Slices (pipelined executor): a multiple of the granule each, at most max_slices.
     slices_ = 1;
     slice_values_ = c.layout.per_chunk;
+    pairwise_ = false;
     if (pipelined(c)) {
       const std::size_t bytes = c.layout.per_chunk * sizeof(T);
       const std::size_t want = std::max<std::size_t>(c.options.slice_bytes, 1);
@@ -242,6 +260,11 @@ class allreducer {
       slots_needed = recv_slots;
     } else {
       slice_message_bytes_ = detail::align16(Codec::template max_wire_bytes<T>(slice_values_));
+      // the same on every rank: slice_message_bytes_ depends on the call alone
+      if constexpr (gathering_transport<Transport>) {
+        pairwise_ = pipelined(c) && transport_->size() == 2 &&
+                    slice_message_bytes_ >= c.options.gather_bytes;
+      }
       per_slot = pipelined(c)
                      ? slice_message_bytes_ * static_cast<std::size_t>(slices_)
                      : detail::align16(Codec::template max_wire_bytes<T>(c.layout.per_chunk));
@@ -272,48 +295,75 @@ class allreducer {
   }
 
   // ---- the pipelined executor (stream-ordered transports, fixed-size messages) -----------
-  // Transfers run on a stream of their own (comm_), codec and reduction kernels on the
-  // caller's stream, slice by slice: slice s of step i is sent once its encoding is done
-  // (event ready(i, s)), and decoded, reduced and encoded for step i + 1 once it has arrived
-  // (event arrived(i, s)), while slices s + 1 ... of step i are still on the wire. The next
-  // message of slice s depends only on slice s of this step's receive: in the ring the chunk
-  // received is the chunk sent next, in recursive doubling the whole buffer is.
+  // Transfers run on a high-priority stream of their own (comm_), codec and reduction
+  // kernels on the caller's stream, slice by slice: slice s of step i is sent once its
+  // encoding is done (event ready(i, s)), and decoded, reduced and encoded for step i + 1
+  // once it has arrived (event arrived(i, s)), while slices s + 1 ... of step i are still on
+  // the wire. The next message of slice s depends only on slice s of this step's receive: in
+  // the ring the chunk received is the chunk sent next, in recursive doubling the whole
+  // buffer is. With one slice there is nothing to overlap, and the transfers run on the
+  // caller's stream (no hops between streams).
+  //
+  // Two ranks with a gathering transport (pairwise_): every step of either schedule sends
+  // one message to the other rank and receives one, so slice s of a step is one in-place
+  // gather of a pair of messages, this rank's at position rank (see outgoing()).
   template <class T>
   void run_pipelined(call_state<T>& c) {
     const int n = transport_->size(), rank = transport_->rank();
     const int total = steps(c.options.algorithm, n);
     const int S = slices_;
-    ensure_events(static_cast<std::size_t>(total + 1) * static_cast<std::size_t>(S));
-    fork_.record(c.stream);  // transfers start after everything before the call
-    SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, fork_.get()));
+    const bool overlap = S > 1;
+    const cudaStream_t comm = overlap ? comm_.get() : c.stream;
+    if (overlap) {
+      ensure_events(static_cast<std::size_t>(total + 1) * static_cast<std::size_t>(S));
+      fork_.record(c.stream);  // transfers start after everything before the call
+      SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, fork_.get()));
+    }
     step_plan p = schedule_step(c.options.algorithm, rank, n, 0);
     for (int s = 0; s < S; ++s) {
       prepare_slice(c, p, s);
-      ready(0, s).record(c.stream);
+      if (overlap) ready(0, s).record(c.stream);
     }
     for (int i = 0; i < total; ++i) {
       const step_plan next =
           i + 1 < total ? schedule_step(c.options.algorithm, rank, n, i + 1) : step_plan{};
       for (int s = 0; s < S; ++s) {
-        SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, ready(i, s).get()));
-        transport_->begin(comm_);
-        if (p.receives()) {
-          transport_->recv(incoming(c, p, s), slice_message_size(c, p.recv_chunk, s), p.recv_peer);
+        if (overlap) SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, ready(i, s).get()));
+        transfer_slice(c, p, s, comm);
+        if (overlap) {
+          arrived(i, s).record(comm_);
+          SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(c.stream, arrived(i, s).get()));
         }
-        if (p.sends()) {
-          const std::size_t bytes = slice_message_size(c, p.send_chunk, s);
-          transport_->send(outgoing(c, p, s), bytes, p.send_peer);
-          bytes_sent_ += bytes;
-        }
-        transport_->end();
-        arrived(i, s).record(comm_);
-        SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(c.stream, arrived(i, s).get()));
         consume_slice(c, p, s);
         prepare_slice(c, next, s);
-        ready(i + 1, s).record(c.stream);
+        if (overlap) ready(i + 1, s).record(c.stream);
       }
       p = next;
     }
+  }
+
+  // Slice s of step p's messages on the wire, ordered on `comm`.
+  template <class T>
+  void transfer_slice(call_state<T>& c, const step_plan& p, int s, cudaStream_t comm) {
+    if constexpr (gathering_transport<Transport> && !identity) {
+      if (pairwise_) {
+        SQUEEZE_EXPECTS(p.sends() && p.receives(),
+                        "coll::allreducer: a step of two ranks sends and receives");
+        transport_->gather_in_place(pair(s), slice_message_bytes_, comm);
+        bytes_sent_ += slice_message_bytes_;
+        return;
+      }
+    }
+    transport_->begin(comm);
+    if (p.receives()) {
+      transport_->recv(incoming(c, p, s), slice_message_size(c, p.recv_chunk, s), p.recv_peer);
+    }
+    if (p.sends()) {
+      const std::size_t bytes = slice_message_size(c, p.send_chunk, s);
+      transport_->send(outgoing(c, p, s), bytes, p.send_peer);
+      bytes_sent_ += bytes;
+    }
+    transport_->end();
   }
 
   // Slice s of chunk k: values [first, first + size) of the chunk.
@@ -339,16 +389,22 @@ class allreducer {
     }
   }
   // Where slice s of a step's messages live: the ring keeps chunk k's message in slot k,
-  // recursive doubling sends from slot 0 and receives into slot 1. The raw codec sends from
-  // the buffer, receives replaced values into it and reduced ones into slot 0.
+  // recursive doubling sends from slot 0 and receives into slot 1. Two ranks that gather
+  // (pairwise_) keep slice s's pair of messages together, [rank 0's | rank 1's], and every
+  // step sends this rank's position and receives the other's. The raw codec sends from the
+  // buffer, receives replaced values into it and reduced ones into slot 0.
   [[nodiscard]] std::byte* message(int slot_index, int s) const noexcept {
     return slot(slot_index) + static_cast<std::size_t>(s) * slice_message_bytes_;
+  }
+  [[nodiscard]] std::byte* pair(int s) const noexcept {
+    return workspace_.data() + 2 * static_cast<std::size_t>(s) * slice_message_bytes_;
   }
   template <class T>
   [[nodiscard]] void* outgoing(call_state<T>& c, const step_plan& p, int s) const noexcept {
     if constexpr (identity) {
       return slice_values(c, p.send_chunk, s);
     } else {
+      if (pairwise_) return pair(s) + transport_->rank() * slice_message_bytes_;
       return message(c.options.algorithm == algorithm::ring ? p.send_chunk : 0, s);
     }
   }
@@ -358,6 +414,7 @@ class allreducer {
       if (p.recv == on_receive::replace) return slice_values(c, p.recv_chunk, s);
       return reinterpret_cast<T*>(slot(0)) + slice_first(c, p.recv_chunk, s);
     } else {
+      if (pairwise_) return pair(s) + (1 - transport_->rank()) * slice_message_bytes_;
       return message(c.options.algorithm == algorithm::ring ? p.recv_chunk : 1, s);
     }
   }
@@ -392,9 +449,9 @@ class allreducer {
       if (p.send != send_source::local && !p.round_trip) return;
       const int k = p.send == send_source::local ? p.send_chunk : p.round_trip_chunk;
       const std::size_t values = slice_size(c, k, s);
-      std::byte* out = p.send == send_source::local
-                           ? static_cast<std::byte*>(outgoing(c, p, s))
-                           : message(0, s);  // a round trip without a send
+      // A round trip without a send (recursive doubling's post-step) uses the place of the
+      // outgoing message, which that step leaves free.
+      std::byte* out = static_cast<std::byte*>(outgoing(c, p, s));
       codec_.encode(slice_values(c, k, s), values, out, static_cast<std::uint64_t*>(nullptr),
                     c.stream);
       if (p.round_trip && !Codec::lossless) {
@@ -595,18 +652,18 @@ class allreducer {
     const std::uint64_t desc = sizeof(T) | std::uint64_t(op) << 8 |
                                std::uint64_t(o.algorithm) << 16 |
                                std::uint64_t(o.collective) << 24;
-    const std::array<std::uint64_t, 4> mine{count, desc, detail::name_hash(Codec::name()),
-                                            o.slice_bytes};
+    const std::array<std::uint64_t, 5> mine{count, desc, detail::name_hash(Codec::name()),
+                                            o.slice_bytes, o.gather_bytes};
     std::uint64_t largest = 0;
-    const bool same = ranks_agree(*transport_, mine, stream, &largest);
+    const bool same = agreed_.agree(*transport_, mine, o.verify, stream, &largest);
     if (!same) {
       throw invalid_argument{
           "coll::allreducer: the ranks disagree on the call: rank " +
           std::to_string(transport_->rank()) + " passed count " + std::to_string(count) + ", " +
           std::to_string(sizeof(T)) + "-byte values, op " + core::to_string(op) + ", " +
           name(o.algorithm) + (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
-          ", slice_bytes " + std::to_string(o.slice_bytes) +
-          " (the largest count passed: " + std::to_string(largest) +
+          ", slice_bytes " + std::to_string(o.slice_bytes) + ", gather_bytes " +
+          std::to_string(o.gather_bytes) + " (the largest count passed: " + std::to_string(largest) +
           "); every rank must pass the same"};
     }
   }
@@ -620,7 +677,9 @@ class allreducer {
   std::vector<std::size_t> slot_sizes_;
   core::pinned_buffer<std::uint64_t> message_size_;
   core::stream side_;
-  core::stream comm_;  // the pipelined executor's transfers
+  core::stream comm_{core::stream::greatest_priority()};  // the pipelined executor's transfers
+  agreed_calls agreed_;
+  bool pairwise_ = false;
   std::vector<core::event> ready_, arrived_;
   int slices_ = 1;
   std::size_t slice_values_ = 0;

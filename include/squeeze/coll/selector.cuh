@@ -7,7 +7,8 @@
 //   sel(d_send, d_recv, count, coll::reduce_op::sum, stream);
 //
 // calibrate() times each candidate at a ladder of message sizes (by default 256 KiB to
-// 64 MiB, x4), median of `repeats` calls after a warm-up, and takes the slowest rank's time
+// 64 MiB, x4), median of `repeats` calls after a warm-up, each started by every rank
+// together (a max_all before it), and takes the slowest rank's time
 // (max_all), so every rank holds the same table and makes the same choice: a choice that
 // differed between ranks would deadlock. A size between two rungs is predicted by linear
 // interpolation in bytes, above the top rung by extrapolating the last two rungs' line.
@@ -15,6 +16,18 @@
 // faster than the transport's own allreduce; below the ladder the transport's own
 // allreduce is always used. So on a fast link (NVLink) the selector passes through to
 // NCCL, and on a slow one it switches to compression where that pays.
+//
+// A codec whose messages shrink with the data (ibp::wire_codec: variable size) is only
+// worth its time on data that compresses, which the selector cannot know from synthetic
+// values. Such a codec's candidates are timed on, and chosen for, the caller's data only:
+// pass a sample to calibrate (for example the first step's gradients,
+// `sel.calibrate<float>(stream, grads)`); calibrated without one, the selector never picks
+// them. A fixed-rate codec (FRSZ2) costs the same on any data and is timed on synthetic
+// values.
+//
+// Each call is checked across the ranks as allreducer's calls are (selector_options::
+// verify, coll::verification): by default the first call of each (count, value type, op),
+// and never again; a repeated call then costs what the chosen candidate costs.
 //
 // The link enters through the measurements, which describe it better than a datasheet
 // bandwidth; link_busbw() reports what the native allreduce reached at the top rung.
@@ -26,6 +39,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,8 +87,8 @@ struct selector_options {
   int repeats = 5;
   /// A candidate other than `native` must be predicted this much faster to be chosen.
   double margin = 0.05;
-  /// As allreduce_options::verify: check every call's arguments across ranks first.
-  bool verify = true;
+  /// As allreduce_options::verify: when a call's arguments are checked across the ranks.
+  verification verify = verification::first_call;
 };
 
 /// See the file comment.
@@ -89,46 +103,29 @@ class selector {
     SQUEEZE_EXPECTS(options_.repeats >= 1, "coll::selector: repeats must be >= 1");
   }
 
-  /// Times every candidate at every rung (collective: every rank calls it). The calls reduce
-  /// in place under max, so the data stay the same finite values however many calls run.
+  /// Times every candidate at every rung (collective: every rank calls it) on synthetic
+  /// values. The calls reduce in place under max, so the data stay the same finite values
+  /// however many calls run. A codec of variable size is not timed and never chosen.
   template <class T>
   requires codec_for<Codec, T>
   void calibrate(cudaStream_t stream) {
-    const reduce_op op = reduce_op::max;
-    const std::size_t top = options_.ladder.back() / sizeof(T);
-    core::device_buffer<T> buffer{std::max<std::size_t>(top, 1)};
-    // Not zeros (zeros compress and reduce unlike real data): bytes 0x3F3F... read as
-    // floats near 0.75, as doubles near 4.8e-4.
-    SQUEEZE_CUDA_TRY(cudaMemsetAsync(buffer.data(), 0x3F, buffer.bytes(), stream));
-    ms_.assign(options_.ladder.size(), {});
-    core::event start, stop;
-    std::vector<std::uint64_t> ns(options_.ladder.size() * path_count);
-    for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
-      const std::size_t count = std::max<std::size_t>(options_.ladder[k] / sizeof(T), 1);
-      for (int c = 0; c < path_count; ++c) {
-        std::vector<float> samples;
-        for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
-          start.record(stream);
-          run(static_cast<path>(c), buffer.data(), buffer.data(), count, op, stream, false);
-          stop.record(stream);
-          stop.synchronize();
-          float ms = 0;
-          SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-          if (i >= options_.warmup) samples.push_back(ms);
-        }
-        std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-        ns[k * path_count + static_cast<std::size_t>(c)] =
-            static_cast<std::uint64_t>(static_cast<double>(samples[samples.size() / 2]) * 1e6);
-      }
-    }
-    transport_->max_all(ns, stream);  // the slowest rank's times: the same table everywhere
-    for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
-      for (int c = 0; c < path_count; ++c) {
-        ms_[k][static_cast<std::size_t>(c)] =
-            static_cast<double>(ns[k * path_count + static_cast<std::size_t>(c)]) * 1e-6;
-      }
-    }
+    calibrate_on<T>({}, stream);
   }
+
+  /// As calibrate(stream), on copies of `sample` (device memory, this rank's own data, the
+  /// same count on every rank; repeated to fill the top rung): a codec of variable size is
+  /// timed, and chosen where it pays, on data like this.
+  template <class T>
+  requires codec_for<Codec, T>
+  void calibrate(cudaStream_t stream, std::span<const T> sample) {
+    SQUEEZE_EXPECTS(!sample.empty() && sample.data() != nullptr,
+                    "coll::selector::calibrate: an empty sample");
+    calibrate_on<T>(sample, stream);
+  }
+
+  /// Whether the codec's candidates take part in choose(): a fixed-size codec's always, a
+  /// variable-size codec's after a calibration on a sample.
+  [[nodiscard]] bool codec_candidates() const noexcept { return codec_timed_; }
 
   [[nodiscard]] bool calibrated() const noexcept { return !ms_.empty(); }
 
@@ -137,11 +134,14 @@ class selector {
     return ms_;
   }
   /// Takes measurements saved from an earlier calibrate() on the same ladder (every rank
-  /// must pass the same table, or choices differ between ranks).
-  void set_measurements(std::vector<std::array<double, path_count>> ms) {
+  /// must pass the same table, or choices differ between ranks). `codec_candidates`: whether
+  /// the codec's columns count (for a variable-size codec: timed on a sample).
+  void set_measurements(std::vector<std::array<double, path_count>> ms,
+                        bool codec_candidates = !data_dependent) {
     SQUEEZE_EXPECTS(ms.size() == options_.ladder.size(),
                     "coll::selector::set_measurements: one row per rung of the ladder");
     ms_ = std::move(ms);
+    codec_timed_ = codec_candidates;
   }
   [[nodiscard]] const selector_options& options() const noexcept { return options_; }
 
@@ -152,6 +152,7 @@ class selector {
     path best = path::native;
     double best_ms = native_ms * (1.0 - options_.margin);
     for (int c = 1; c < path_count; ++c) {
+      if (!codec_timed_ && compressed(static_cast<path>(c))) continue;
       const double ms = predict(static_cast<path>(c), bytes);
       if (ms < best_ms) {
         best_ms = ms;
@@ -187,18 +188,83 @@ class selector {
   requires codec_for<Codec, T>
   void operator()(const T* send, T* recv, std::size_t count, reduce_op op,
                   cudaStream_t stream) {
-    if (options_.verify) verify_call<T>(count, op, stream);
+    verify_call<T>(count, op, stream);
     last_ = choose(count * sizeof(T));
-    run(last_, send, recv, count, op, stream, false);
+    run(last_, send, recv, count, op, stream, verification::off);
   }
 
   /// The candidate the last call took.
   [[nodiscard]] path last_choice() const noexcept { return last_; }
 
+  /// The call signatures checked so far (what verification::first_call skips).
+  [[nodiscard]] const agreed_calls& agreed() const noexcept { return agreed_; }
+
  private:
+  static constexpr bool data_dependent = !is_identity_codec<Codec> && !Codec::fixed_size;
+
+  template <class T>
+  void calibrate_on(std::span<const T> sample, cudaStream_t stream) {
+    const reduce_op op = reduce_op::max;
+    const std::size_t top = options_.ladder.back() / sizeof(T);
+    core::device_buffer<T> buffer{std::max<std::size_t>(top, 1)};
+    if (sample.empty()) {
+      // Not zeros (zeros compress and reduce unlike real data): bytes 0x3F3F... read as
+      // floats near 0.75, as doubles near 4.8e-4.
+      SQUEEZE_CUDA_TRY(cudaMemsetAsync(buffer.data(), 0x3F, buffer.bytes(), stream));
+    } else {
+      for (std::size_t at = 0; at < buffer.size(); at += sample.size()) {
+        const std::size_t n = std::min(sample.size(), buffer.size() - at);
+        SQUEEZE_CUDA_TRY(cudaMemcpyAsync(buffer.data() + at, sample.data(), n * sizeof(T),
+                                         cudaMemcpyDeviceToDevice, stream));
+      }
+    }
+    const bool time_codec = !data_dependent || !sample.empty();
+    // max keeps the sample's zeros zeros and its values finite, call after call
+    ms_.assign(options_.ladder.size(), {});
+    core::event start, stop;
+    std::vector<std::uint64_t> ns(options_.ladder.size() * path_count);
+    for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
+      const std::size_t count = std::max<std::size_t>(options_.ladder[k] / sizeof(T), 1);
+      for (int c = 0; c < path_count; ++c) {
+        if (!time_codec && compressed(static_cast<path>(c))) continue;  // never chosen
+        std::vector<float> samples;
+        for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
+          // Every rank starts the call together (max_all returns once every rank has
+          // joined): a rank that a candidate left behind would otherwise charge its lag to
+          // the next candidate's calls on the other ranks.
+          std::array<std::uint64_t, 1> together{0};
+          transport_->max_all(together, stream);
+          start.record(stream);
+          run(static_cast<path>(c), buffer.data(), buffer.data(), count, op, stream,
+              verification::off);
+          stop.record(stream);
+          stop.synchronize();
+          float ms = 0;
+          SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+          if (i >= options_.warmup) samples.push_back(ms);
+        }
+        std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+        ns[k * path_count + static_cast<std::size_t>(c)] =
+            static_cast<std::uint64_t>(static_cast<double>(samples[samples.size() / 2]) * 1e6);
+      }
+    }
+    transport_->max_all(ns, stream);  // the slowest rank's times: the same table everywhere
+    for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
+      for (int c = 0; c < path_count; ++c) {
+        ms_[k][static_cast<std::size_t>(c)] =
+            static_cast<double>(ns[k * path_count + static_cast<std::size_t>(c)]) * 1e-6;
+      }
+    }
+    codec_timed_ = time_codec;
+  }
+
+  [[nodiscard]] static constexpr bool compressed(path p) noexcept {
+    return p == path::ring_compressed || p == path::recursive_doubling_compressed;
+  }
+
   template <class T>
   void run(path p, const T* send, T* recv, std::size_t count, reduce_op op, cudaStream_t stream,
-           bool verify) {
+           verification verify) {
     switch (p) {
       case path::native: transport_->native_allreduce(send, recv, count, op, stream); break;
       case path::ring:
@@ -219,11 +285,11 @@ class selector {
     }
   }
 
-  // One check per call, whatever the path: the ranks must agree before they choose.
+  // One check for the call, whatever the path: the ranks must agree before they choose.
   template <class T>
   void verify_call(std::size_t count, reduce_op op, cudaStream_t stream) {
     const std::array<std::uint64_t, 2> mine{count, sizeof(T) | std::uint64_t(op) << 8};
-    if (!ranks_agree(*transport_, mine, stream)) {
+    if (!agreed_.agree(*transport_, mine, options_.verify, stream)) {
       throw invalid_argument{"coll::selector: the ranks disagree on the call: rank " +
                              std::to_string(transport_->rank()) + " passed count " +
                              std::to_string(count) + ", " + std::to_string(sizeof(T)) +
@@ -237,6 +303,8 @@ class selector {
   allreducer<Transport, Codec> compressed_;
   selector_options options_;
   std::vector<std::array<double, path_count>> ms_;  // [rung][candidate] milliseconds
+  bool codec_timed_ = false;
+  agreed_calls agreed_;
   path last_ = path::native;
 };
 

@@ -23,6 +23,17 @@ namespace squeeze::core {
 class stream {
  public:
   stream() { SQUEEZE_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
+  /// A stream of the given priority (lower numbers run first; see greatest_priority()).
+  explicit stream(int priority) {
+    SQUEEZE_CUDA_TRY(cudaStreamCreateWithPriority(&handle_, cudaStreamNonBlocking, priority));
+  }
+  /// The current device's highest stream priority: blocks of kernels on such a stream are
+  /// scheduled before waiting blocks of kernels on streams of lower priority.
+  [[nodiscard]] static int greatest_priority() {
+    int least = 0, greatest = 0;
+    SQUEEZE_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    return greatest;
+  }
   stream(stream&& other) noexcept : handle_{std::exchange(other.handle_, nullptr)} {}
   stream& operator=(stream&& other) noexcept {
     std::swap(handle_, other.handle_);
