@@ -183,19 +183,17 @@ codec_rates study_codec(std::size_t n, int repeats, cudaStream_t s) {
 }
 
 #if defined(SQUEEZE_HAVE_NCCL)
-/// Milliseconds of `call` on every GPU at once (one thread per rank, the slowest rank's median).
-template <class Call>
-double time_on_all(const std::vector<cudaStream_t>& streams, const core::timing_options& timing,
-                   Call&& call) {
-  const std::size_t ranks = streams.size();
-  std::vector<double> ms(ranks);
+/// Runs body(r) on one thread per GPU r < ranks (device r current); rethrows the first
+/// exception once every thread has finished.
+template <class Body>
+void on_every_gpu(std::size_t ranks, Body&& body) {
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
         SQUEEZE_CUDA_TRY(cudaSetDevice(static_cast<int>(r)));
-        ms[r] = core::time_region(streams[r], timing, [&] { call(r); }).median_ms;
+        body(r);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -205,6 +203,16 @@ double time_on_all(const std::vector<cudaStream_t>& streams, const core::timing_
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+/// Milliseconds of `call` on every GPU at once (one thread per rank, the slowest rank's median).
+template <class Call>
+double time_on_all(const std::vector<cudaStream_t>& streams, const core::timing_options& timing,
+                   Call&& call) {
+  std::vector<double> ms(streams.size());
+  on_every_gpu(streams.size(), [&](std::size_t r) {
+    ms[r] = core::time_region(streams[r], timing, [&] { call(r); }).median_ms;
+  });
   return *std::max_element(ms.begin(), ms.end());
 }
 
@@ -213,39 +221,25 @@ double time_on_all(const std::vector<cudaStream_t>& streams, const core::timing_
 template <class A, class B>
 std::pair<double, double> time_pair_on_all(const std::vector<cudaStream_t>& streams,
                                            const core::timing_options& timing, A&& a, B&& b) {
-  const std::size_t ranks = streams.size();
-  std::vector<double> ma(ranks), mb(ranks);
-  std::vector<std::exception_ptr> errors(ranks);
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        SQUEEZE_CUDA_TRY(cudaSetDevice(static_cast<int>(r)));
-        core::event_timer t{streams[r]};
-        auto once = [&](auto& call) {
-          t.start();
-          call(r);
-          t.stop();
-          return static_cast<double>(t.elapsed_ms());
-        };
-        std::vector<double> sa, sb;
-        for (int i = 0; i < timing.warmup + timing.repeats; ++i) {
-          const double x = once(a), y = once(b);
-          if (i < timing.warmup) continue;
-          sa.push_back(x);
-          sb.push_back(y);
-        }
-        ma[r] = core::summarize(sa).median_ms;
-        mb[r] = core::summarize(sb).median_ms;
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  std::vector<double> ma(streams.size()), mb(streams.size());
+  on_every_gpu(streams.size(), [&](std::size_t r) {
+    core::event_timer t{streams[r]};
+    auto once = [&](auto& call) {
+      t.start();
+      call(r);
+      t.stop();
+      return static_cast<double>(t.elapsed_ms());
+    };
+    std::vector<double> sa, sb;
+    for (int i = 0; i < timing.warmup + timing.repeats; ++i) {
+      const double x = once(a), y = once(b);
+      if (i < timing.warmup) continue;
+      sa.push_back(x);
+      sb.push_back(y);
+    }
+    ma[r] = core::summarize(sa).median_ms;
+    mb[r] = core::summarize(sb).median_ms;
+  });
   return {*std::max_element(ma.begin(), ma.end()), *std::max_element(mb.begin(), mb.end())};
 }
 #endif
