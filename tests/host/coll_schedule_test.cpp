@@ -6,11 +6,13 @@
 // ring's allgather encodes each chunk once and forwards it, step counts, per-step traffic,
 // chunk_layout, apply's NaN and signed-zero rules, and argument checks.
 #include <squeeze/coll/schedule.hpp>
+#include <squeeze/coll/transport.hpp>
 #include <squeeze/core/reduce_op.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -1056,6 +1058,72 @@ void check_operand_order(std::uint64_t seed) {
 TEST(CoreReduceOp, OperandOrderNeverChangesTheBits) {
   check_operand_order<double>(1);
   check_operand_order<float>(2);
+}
+
+// ---- agreed_calls: which calls are checked across the ranks ------------------------------
+
+/// A transport of no bytes whose max_all raises every value to what `others` hold (the
+/// element-wise maximum with another rank's values), counting its rounds.
+struct agreement_transport {
+  static constexpr bool stream_ordered = true;
+  std::vector<std::uint64_t> others;  // empty: every other rank passed the same values
+  int rounds = 0;
+  int rank() const { return 0; }
+  int size() const { return 2; }
+  void begin(cudaStream_t) {}
+  void recv(void*, std::size_t, int) {}
+  void send(const void*, std::size_t, int) {}
+  void end() {}
+  std::uint64_t exchange_size(std::uint64_t v, int, int, cudaStream_t) { return v; }
+  void max_all(std::span<std::uint64_t> values, cudaStream_t) {
+    ++rounds;
+    for (std::size_t i = 0; i < values.size() && i < others.size(); ++i) {
+      values[i] = std::max(values[i], others[i]);
+    }
+  }
+};
+static_assert(coll::transport<agreement_transport>);
+
+TEST(CollAgreedCalls, FirstCallOfEachSignatureIsChecked) {
+  agreement_transport t;
+  coll::agreed_calls off, first, every;
+  const std::array<std::uint64_t, 2> a{1000, 4}, b{2000, 4};
+  for (int call = 0; call < 3; ++call) {
+    EXPECT_TRUE(off.agree(t, a, coll::verification::off, nullptr));
+    EXPECT_TRUE(first.agree(t, a, coll::verification::first_call, nullptr));
+    EXPECT_TRUE(every.agree(t, a, coll::verification::every_call, nullptr));
+  }
+  EXPECT_EQ(off.checks(), 0u);
+  EXPECT_EQ(first.checks(), 1u);
+  EXPECT_EQ(every.checks(), 3u);
+  EXPECT_TRUE(first.agree(t, b, coll::verification::first_call, nullptr));  // a new one
+  EXPECT_TRUE(first.agree(t, a, coll::verification::first_call, nullptr));  // remembered
+  EXPECT_EQ(first.checks(), 2u);
+  // the oldest is forgotten after `capacity` newer ones
+  for (std::uint64_t k = 0; k < coll::agreed_calls::capacity; ++k) {
+    const std::array<std::uint64_t, 2> other{10 + k, 4};
+    EXPECT_TRUE(first.agree(t, other, coll::verification::first_call, nullptr));
+  }
+  const std::uint64_t before = first.checks();
+  EXPECT_TRUE(first.agree(t, a, coll::verification::first_call, nullptr));
+  EXPECT_EQ(first.checks(), before + 1);
+  EXPECT_EQ(t.rounds, static_cast<int>(first.checks() + every.checks()));
+}
+
+TEST(CollAgreedCalls, DisagreementIsReportedAndNotRemembered) {
+  agreement_transport t;
+  const std::array<std::uint64_t, 2> mine{1000, 4};
+  t.others = {1500, 4, ~std::uint64_t{1500}, ~std::uint64_t{4}};  // another rank passed 1500
+  coll::agreed_calls calls;
+  std::uint64_t largest = 0;
+  EXPECT_FALSE(calls.agree(t, mine, coll::verification::first_call, nullptr, &largest));
+  EXPECT_EQ(largest, 1500u);
+  t.others.clear();
+  EXPECT_TRUE(calls.agree(t, mine, coll::verification::first_call, nullptr));  // checked again
+  EXPECT_EQ(calls.checks(), 2u);
+  const std::array<std::uint64_t, 9> too_many{};
+  EXPECT_THROW(calls.agree(t, too_many, coll::verification::every_call, nullptr),
+               squeeze::invalid_argument);
 }
 
 }  // namespace
