@@ -37,7 +37,6 @@
 #include <filesystem>
 #include <numbers>
 #include <optional>
-#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -196,7 +195,7 @@ inline unsigned blocks_covering(std::uint64_t threads) {
 // ---- cuBLAS -------------------------------------------------------------------------------
 
 inline void cublas_check(cublasStatus_t status, const char* call,
-                         const std::source_location& where = std::source_location::current()) {
+                         const ::squeeze::source_location& where = ::squeeze::source_location::current()) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   throw squeeze::error{std::string{call} + " failed: " + cublasGetStatusName(status) + " (" +
                            cublasGetStatusString(status) + ")",

@@ -5,6 +5,7 @@
 #include "squeeze/core/backoff.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/device.hpp"

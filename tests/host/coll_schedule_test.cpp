@@ -1126,4 +1126,28 @@ TEST(CollAgreedCalls, DisagreementIsReportedAndNotRemembered) {
                squeeze::invalid_argument);
 }
 
+// Sizes near the limits: ranks beyond max_ranks are refused, layouts of counts near 2^64
+// tile the whole count, and a count whose chunk size cannot be represented is refused.
+TEST(CollSchedule, LimitsAreCheckedNotWrapped) {
+  EXPECT_THROW(static_cast<void>(coll::ring_step(0, coll::max_ranks + 1, 0)),
+               squeeze::invalid_argument);
+  EXPECT_THROW(static_cast<void>(coll::recursive_doubling_step(0, std::numeric_limits<int>::max(), 0)),
+               squeeze::invalid_argument);
+  EXPECT_EQ(coll::steps(algorithm::ring, std::numeric_limits<int>::max()),
+            2 * (coll::max_ranks - 1));
+  EXPECT_EQ(coll::ring_step(coll::max_ranks - 1, coll::max_ranks, 0).send_peer, 0);
+  const std::size_t top = std::numeric_limits<std::size_t>::max();
+  for (int parts : {1, 3, 64}) {
+    const coll::chunk_layout lay{top, parts, 1};
+    EXPECT_EQ(lay.first(0), 0u);
+    EXPECT_EQ(lay.first(parts), top);
+    std::size_t sum = 0;
+    for (int c = 0; c < parts; ++c) sum += lay.size(c);
+    EXPECT_EQ(sum, top);
+  }
+  EXPECT_THROW((coll::chunk_layout{top, 1, std::size_t{1} << 63}), squeeze::invalid_argument);
+  const coll::chunk_layout small{top - 5, 2, 32};
+  EXPECT_EQ(small.first(2), top - 5);
+}
+
 }  // namespace

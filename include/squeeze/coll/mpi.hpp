@@ -28,7 +28,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -45,7 +44,7 @@ namespace squeeze::coll {
 namespace detail {
 
 [[noreturn]] inline void throw_mpi_error(int code, const char* call,
-                                         const std::source_location& where) {
+                                         const ::squeeze::source_location& where) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   std::string message{call};
@@ -65,7 +64,7 @@ namespace detail {
   do {                                                                                \
     if (const int squeeze_mpi_ = (call); squeeze_mpi_ != MPI_SUCCESS) {               \
       ::squeeze::coll::detail::throw_mpi_error(squeeze_mpi_, #call,                   \
-                                               std::source_location::current());      \
+                                               ::squeeze::source_location::current());      \
     }                                                                                 \
   } while (false)
 
@@ -183,7 +182,7 @@ class mpi_transport {
           MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
       requests_.clear();
       if (rc != MPI_SUCCESS) {
-        detail::throw_mpi_error(rc, "MPI_Waitall", std::source_location::current());
+        detail::throw_mpi_error(rc, "MPI_Waitall", ::squeeze::source_location::current());
       }
     }
     for (const auto& l : landings_) {  // staged receives: to the device, on the stream

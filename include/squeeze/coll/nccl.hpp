@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -37,7 +36,7 @@ namespace squeeze::coll {
 namespace detail {
 
 [[noreturn]] inline void throw_nccl_error(ncclResult_t code, const char* call, ncclComm_t comm,
-                                          const std::source_location& where) {
+                                          const ::squeeze::source_location& where) {
   std::string message{call};
   message += " failed: ";
   message += ncclGetErrorString(code);
@@ -61,7 +60,7 @@ namespace detail {
     if (const ncclResult_t squeeze_nccl_ = (call);                                    \
         squeeze_nccl_ != ncclSuccess && squeeze_nccl_ != ncclInProgress) {            \
       ::squeeze::coll::detail::throw_nccl_error(squeeze_nccl_, #call, (comm),         \
-                                                std::source_location::current());     \
+                                                ::squeeze::source_location::current());     \
     }                                                                                 \
   } while (false)
 

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <string>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
 
 namespace squeeze::coll {
@@ -90,6 +91,10 @@ struct step_plan {
   friend constexpr bool operator==(const step_plan&, const step_plan&) = default;
 };
 
+/// The most ranks the schedules take (far beyond any job; it keeps every step and chunk
+/// index computation inside an int).
+inline constexpr int max_ranks = 1 << 24;
+
 namespace detail {
 
 constexpr int mod(int a, int n) noexcept { return ((a % n) + n) % n; }
@@ -97,7 +102,7 @@ constexpr int mod(int a, int n) noexcept { return ((a % n) + n) % n; }
 /// The largest power of two <= n (n >= 1).
 constexpr int floor_pow2(int n) noexcept {
   int p = 1;
-  while (p * 2 <= n) p *= 2;
+  while (p <= n / 2) p *= 2;
   return p;
 }
 
@@ -108,8 +113,9 @@ constexpr int log2_exact(int p) noexcept {
 }
 
 inline void check_rank(int rank, int size, const char* who) {
-  SQUEEZE_EXPECTS(size >= 1, std::string{who} + ": size = " + std::to_string(size) +
-                                 " (at least one rank)");
+  SQUEEZE_EXPECTS(size >= 1 && size <= max_ranks,
+                  std::string{who} + ": size = " + std::to_string(size) + " (1 to " +
+                      std::to_string(max_ranks) + " ranks)");
   SQUEEZE_EXPECTS(rank >= 0 && rank < size, std::string{who} + ": rank " +
                                                 std::to_string(rank) + " outside [0, " +
                                                 std::to_string(size) + ")");
@@ -123,9 +129,11 @@ inline void check_rank(int rank, int size, const char* who) {
 }
 
 /// Steps of the collective for `size` ranks (every rank walks the same number; a rank with
-/// nothing to do in a step gets an empty step_plan).
+/// nothing to do in a step gets an empty step_plan). Sizes above max_ranks, which the step
+/// functions refuse, count as max_ranks.
 [[nodiscard]] constexpr int steps(algorithm a, int size) noexcept {
   if (size <= 1) return 0;
+  if (size > max_ranks) size = max_ranks;
   if (a == algorithm::ring) return 2 * (size - 1);
   const int pof2 = detail::floor_pow2(size);
   return detail::log2_exact(pof2) + (size > pof2 ? 2 : 0);
@@ -239,13 +247,19 @@ struct chunk_layout {
     SQUEEZE_EXPECTS(parts_ >= 1, "coll::chunk_layout: parts = " + std::to_string(parts_));
     SQUEEZE_EXPECTS(granule >= 1, "coll::chunk_layout: granule = 0");
     const std::size_t p = static_cast<std::size_t>(parts_);
-    const std::size_t granules = (count_ + granule - 1) / granule;
-    per_chunk = (granules + p - 1) / p * granule;
+    const std::size_t granules = count_ / granule + (count_ % granule != 0 ? 1 : 0);
+    const std::size_t per = granules / p + (granules % p != 0 ? 1 : 0);
+    const auto elements = core::checked_mul<std::size_t>(per, granule);
+    SQUEEZE_EXPECTS(elements.has_value(),
+                    "coll::chunk_layout: " + std::to_string(count_) + " elements in granules of " +
+                        std::to_string(granule) + " do not fit a chunk size");
+    per_chunk = *elements;
   }
-  /// First element of chunk c.
+  /// First element of chunk c (c in [0, parts]; count for every chunk past the data).
   [[nodiscard]] std::size_t first(int c) const noexcept {
-    const std::size_t f = static_cast<std::size_t>(c) * per_chunk;
-    return f < count ? f : count;
+    if (c <= 0 || per_chunk == 0) return 0;  // per_chunk is 0 only when count is
+    const auto uc = static_cast<std::size_t>(c);
+    return uc > count / per_chunk ? count : uc * per_chunk;  // no product above count
   }
   /// Elements of chunk c.
   [[nodiscard]] std::size_t size(int c) const noexcept { return first(c + 1) - first(c); }

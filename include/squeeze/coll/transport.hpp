@@ -47,7 +47,7 @@ namespace squeeze::coll {
 class communication_error : public error {
  public:
   communication_error(int code, std::string message,
-                      const std::source_location& where = std::source_location::current())
+                      const ::squeeze::source_location& where = ::squeeze::source_location::current())
       : error{std::move(message), where}, code_{code} {}
   [[nodiscard]] int code() const noexcept { return code_; }
 

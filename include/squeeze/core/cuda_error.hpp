@@ -6,7 +6,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <source_location>
 #include <string>
 
 #include "squeeze/core/error.hpp"
@@ -14,7 +13,7 @@
 namespace squeeze::detail {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* call,
-                                          const std::source_location& where) {
+                                          const ::squeeze::source_location& where) {
   std::string message{call};
   message += " failed: ";
   message += cudaGetErrorName(code);
@@ -33,7 +32,7 @@ namespace squeeze::detail {
     if (const cudaError_t squeeze_status_ = (call); squeeze_status_ != cudaSuccess) { \
       static_cast<void>(cudaGetLastError());                                          \
       ::squeeze::detail::throw_cuda_error(squeeze_status_, #call,                     \
-                                          std::source_location::current());           \
+                                          ::squeeze::source_location::current());           \
     }                                                                                 \
   } while (false)
 

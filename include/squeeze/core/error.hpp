@@ -6,15 +6,51 @@
 // reports a squeeze::status (core/status.hpp).
 #pragma once
 
-#include <source_location>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <version>
+
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
 
 namespace squeeze {
 
+#if defined(__cpp_lib_source_location)
+/// Where an error was raised: std::source_location.
+using source_location = std::source_location;
+#else
+/// Where an error was raised, where the standard library has no std::source_location (clang
+/// 14 with libstdc++ 12, which needs a builtin clang 14 lacks): the same interface, filled in
+/// by the builtins clang and g++ share. column() is 0.
+class source_location {
+ public:
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           const char* function = __builtin_FUNCTION(),
+                                           std::uint_least32_t line = __builtin_LINE()) noexcept {
+    source_location s;
+    s.file_ = file;
+    s.function_ = function;
+    s.line_ = line;
+    return s;
+  }
+  constexpr source_location() noexcept = default;
+  [[nodiscard]] constexpr const char* file_name() const noexcept { return file_; }
+  [[nodiscard]] constexpr const char* function_name() const noexcept { return function_; }
+  [[nodiscard]] constexpr std::uint_least32_t line() const noexcept { return line_; }
+  [[nodiscard]] constexpr std::uint_least32_t column() const noexcept { return 0; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  std::uint_least32_t line_ = 0;
+};
+#endif
+
 namespace detail {
-inline std::string describe(std::string_view message, const std::source_location& where) {
+inline std::string describe(std::string_view message, const source_location& where) {
   std::string text{"squeeze: "};
   text += message;
   text += " [";
@@ -32,7 +68,7 @@ inline std::string describe(std::string_view message, const std::source_location
 class error : public std::runtime_error {
  public:
   explicit error(std::string message,
-                 const std::source_location& where = std::source_location::current())
+                 const source_location& where = source_location::current())
       : std::runtime_error{detail::describe(message, where)},
         message_{std::move(message)},
         where_{where} {}
@@ -40,21 +76,21 @@ class error : public std::runtime_error {
   /// The message alone, without the call site.
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
   /// Where the error was raised.
-  [[nodiscard]] const std::source_location& where() const noexcept { return where_; }
+  [[nodiscard]] const source_location& where() const noexcept { return where_; }
 
  private:
   std::string message_;
-  std::source_location where_;
+  source_location where_;
 };
 
 // (Constructors are spelled out: nvcc 13 cannot inherit one whose default argument is
-// std::source_location::current().)
+// source_location::current().)
 
 /// A caller passed a value outside the documented range (wrong size, null pointer, ...).
 class invalid_argument : public error {
  public:
   explicit invalid_argument(std::string message,
-                            const std::source_location& where = std::source_location::current())
+                            const source_location& where = source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -62,7 +98,7 @@ class invalid_argument : public error {
 class format_error : public error {
  public:
   explicit format_error(std::string message,
-                        const std::source_location& where = std::source_location::current())
+                        const source_location& where = source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -70,7 +106,7 @@ class format_error : public error {
 class io_error : public error {
  public:
   explicit io_error(std::string message,
-                    const std::source_location& where = std::source_location::current())
+                    const source_location& where = source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -79,7 +115,7 @@ class io_error : public error {
 class cuda_error : public error {
  public:
   cuda_error(int code, std::string message,
-             const std::source_location& where = std::source_location::current())
+             const source_location& where = source_location::current())
       : error{std::move(message), where}, code_{code} {}
   [[nodiscard]] int code() const noexcept { return code_; }
 
