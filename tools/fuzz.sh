@@ -30,7 +30,7 @@ for t in "${targets[@]}"; do
   [ -f "$src" ] || { echo "no target $t ($src)"; exit 2; }
   exe=build/fuzz/fuzz_$t
   "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -Iinclude -isystem "$cuda_include" "$src" -o "$exe"
+    -Iinclude -Itests -isystem "$cuda_include" "$src" -o "$exe"
   corpus=build/fuzz/$t.corpus findings=build/fuzz/$t.findings
   mkdir -p "$corpus" "$findings"
   cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true

@@ -8,23 +8,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fuzz/fuzz_support.hpp"
+
 namespace coll = squeeze::coll;
 
 namespace {
 
-template <class T>
-T take(const std::uint8_t*& data, std::size_t& size) {
-  T v{};
-  const std::size_t n = size < sizeof(T) ? size : sizeof(T);
-  if (n > 0) std::memcpy(&v, data, n);
-  data += n;
-  size -= n;
-  return v;
-}
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
+using squeeze::fuzz::require;
+using squeeze::fuzz::take;
 
 }  // namespace
 

@@ -4,20 +4,19 @@
 //   const auto bytes = core::checked_mul<std::uint64_t>(rows, row_bytes);
 //   if (!bytes || *bytes > file_bytes) throw format_error{"..."};
 //
-// Host-compilable and usable in device code (SQUEEZE_HOST_DEVICE, no builtins).
+// Host code (constexpr, no builtins): the readers and validators of outside data run on the
+// host. (std::optional's members are host functions, so these are not __device__.)
 #pragma once
 
 #include <concepts>
 #include <limits>
 #include <optional>
 
-#include "squeeze/core/config.hpp"
-
 namespace squeeze::core {
 
 /// a + b, or nothing when it does not fit in T.
 template <std::integral T>
-[[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::optional<T> checked_add(T a, T b) noexcept {
+[[nodiscard]] constexpr std::optional<T> checked_add(T a, T b) noexcept {
   if constexpr (std::is_unsigned_v<T>) {
     if (a > std::numeric_limits<T>::max() - b) return std::nullopt;
   } else {
@@ -31,7 +30,7 @@ template <std::integral T>
 
 /// a * b, or nothing when it does not fit in T.
 template <std::integral T>
-[[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::optional<T> checked_mul(T a, T b) noexcept {
+[[nodiscard]] constexpr std::optional<T> checked_mul(T a, T b) noexcept {
   if (a == 0 || b == 0) return T{0};
   if constexpr (std::is_unsigned_v<T>) {
     if (a > std::numeric_limits<T>::max() / b) return std::nullopt;
@@ -46,8 +45,7 @@ template <std::integral T>
 
 /// The product of all `factors`, or nothing when a partial product does not fit in T.
 template <std::integral T, std::convertible_to<T>... U>
-[[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::optional<T> checked_product(T first,
-                                                                         U... rest) noexcept {
+[[nodiscard]] constexpr std::optional<T> checked_product(T first, U... rest) noexcept {
   std::optional<T> p{first};
   ((p = p ? checked_mul<T>(*p, static_cast<T>(rest)) : std::nullopt), ...);
   return p;
