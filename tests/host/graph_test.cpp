@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -20,8 +21,14 @@
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <streambuf>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "common/pipe_buffer.hpp"
+
+using squeeze::test::pipe_buffer;
 
 namespace io = squeeze::io;
 
@@ -843,6 +850,123 @@ TEST(FirstVertexList, MatchesTheDefinitionAndDrivesAnOdtWalk) {
     }
     ASSERT_TRUE(seen == owner) << per_line;
   }
+}
+
+// ---- sizes the input declares (read_limits) and streams --------------------------------
+
+template <class F>
+double seconds_of(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(EdgeList, HugeVertexIdIsRefusedUnlessAllowed) {
+  // 12 bytes that once built a graph of 400 M vertices (4.8 GB, seconds).
+  std::string what;
+  const double took = seconds_of([&] { what = edge_list_error("400000000 1\n"); });
+  for (const char* words : {"'bad.el' line 1", "the largest vertex id, 400000000",
+                            "400000001 vertices of 12 bytes", "read_limits::max_bytes",
+                            "give num_vertices"}) {
+    EXPECT_NE(what.find(words), std::string::npos) << words << " is not in: " << what;
+  }
+  EXPECT_LT(took, 1.0);
+  // The id as written in a 1-based list; the line of the largest id.
+  what = edge_list_error("1 2\n% c\n300000000 5\n2 3\n", {.one_based = true});
+  EXPECT_NE(what.find("line 3: the largest vertex id, 300000000, makes 300000000 vertices"),
+            std::string::npos)
+      << what;
+  // Within the limits: the default allows 22 M vertices no edge pays for; max_bytes = 0 none.
+  EXPECT_EQ(parse_edges("100000 1\n").num_vertices(), 100001u);
+  EXPECT_FALSE(edge_list_error("100000 1\n", {.limits = {.max_bytes = 0}}).empty());
+  // Vertices that edges name pay for themselves.
+  std::string path;
+  for (int v = 0; v < 2000; ++v) path += std::to_string(v) + " " + std::to_string(v + 1) + "\n";
+  EXPECT_EQ(parse_edges(path, {.limits = {.max_bytes = 0}}).num_vertices(), 2001u);
+  // An explicit num_vertices is the caller's to allow.
+  EXPECT_EQ(parse_edges("0 1\n", {.num_vertices = 1000000, .limits = {.max_bytes = 0}})
+                .num_vertices(),
+            1000000u);
+}
+
+TEST(MatrixMarketGraph, VertexCountsAreCheckedAtTheSizeLineAndAgainstTheLimits) {
+  // Past 32-bit ids: refused at the size line (once only after building the whole matrix).
+  const std::string wide = error_of<squeeze::format_error>([] {
+    (void)parse_mm("%%MatrixMarket matrix coordinate pattern general\n4294967296 4294967296 0\n");
+  });
+  EXPECT_NE(wide.find("'test.mtx' line 2: 4294967296 vertices; at most 4294967295"),
+            std::string::npos)
+      << wide;
+  const std::string square = error_of<squeeze::format_error>([] {
+    (void)parse_mm("%%MatrixMarket matrix coordinate pattern general\n3 4 9\n");
+  });
+  EXPECT_NE(square.find("line 2: a graph needs a square matrix"), std::string::npos) << square;
+  // 100 M vertices (1.2 GB) from 86 bytes: refused by the default limits, quickly.
+  std::string big;
+  const double took = seconds_of([&] {
+    big = error_of<squeeze::format_error>([] {
+      (void)parse_mm(
+          "%%MatrixMarket matrix coordinate pattern symmetric\n100000000 100000000 1\n"
+          "100000000 1\n");
+    });
+  });
+  EXPECT_NE(big.find("100000000 vertices of 12 bytes"), std::string::npos) << big;
+  EXPECT_LT(took, 1.0);
+  std::istringstream in{"%%MatrixMarket matrix coordinate pattern general\n100000 100000 1\n1 2\n"};
+  EXPECT_THROW((void)io::read_matrix_market_graph(in, "strict.mtx", false, {.max_bytes = 0}),
+               squeeze::format_error);
+}
+
+TEST_F(GraphFile, BinaryGraphsReadFromStreamsOfKnownAndUnknownSize) {
+  const io::graph g = io::generate_kron({.scale = 9});
+  const io::graph d = make(6, {{4, 1}, {0, 5}}, true);
+  io::write_graph_binary(dir_ / "g.sqzg", g);
+  io::write_graph_binary(dir_ / "d.sqzg", d);
+  const std::vector<unsigned char> gb = read_bytes(dir_ / "g.sqzg"), db = read_bytes(dir_ / "d.sqzg");
+  const std::string both = std::string(gb.begin(), gb.end()) + std::string(db.begin(), db.end());
+  const auto same = [](const io::graph& a, const io::graph& b) {
+    EXPECT_EQ(a.directed, b.directed);
+    EXPECT_EQ(a.row_offsets, b.row_offsets);
+    EXPECT_EQ(a.neighbors, b.neighbors);
+  };
+  // One graph after another, from a seekable stream and from a pipe-like one.
+  std::istringstream sized{both};
+  same(io::read_graph_binary(sized, "sized"), g);
+  same(io::read_graph_binary(sized, "sized"), d);
+  pipe_buffer pipe{both};
+  std::istream piped{&pipe};
+  same(io::read_graph_binary(piped, "piped"), g);
+  same(io::read_graph_binary(piped, "piped"), d);
+
+  // A header declaring 2^32 - 1 vertices (34 GB of offsets) over 4 KiB: refused from the
+  // size where it is known, and after the bytes that came where it is not.
+  std::string huge = std::string(db.begin(), db.end());
+  const auto put64 = [&](std::size_t at, std::uint64_t x) {
+    for (int i = 0; i < 8; ++i) huge[at + i] = static_cast<char>(x >> (8 * i));
+  };
+  const std::uint64_t n = io::graph_max_vertices;
+  put64(16, n);
+  put64(24, 0);
+  put64(40, io::neighbors_offset_bytes(n));
+  put64(48, io::neighbors_offset_bytes(n));
+  std::istringstream huge_sized{huge};
+  const std::string known = error_of<squeeze::format_error>(
+      [&] { (void)io::read_graph_binary(huge_sized, "huge.sqzg"); });
+  EXPECT_NE(known.find("truncated: it has 8192 bytes, its header describes 34359742464"),
+            std::string::npos)
+      << known;
+  pipe_buffer huge_pipe{huge};
+  std::istream huge_in{&huge_pipe};
+  std::string unknown;
+  const double took = seconds_of([&] {
+    unknown = error_of<squeeze::format_error>(
+        [&] { (void)io::read_graph_binary(huge_in, "huge.sqzg"); });
+  });
+  EXPECT_NE(unknown.find("'huge.sqzg' is not a valid squeeze graph file: the file is truncated: "
+                         "it ends inside its row_offsets"),
+            std::string::npos)
+      << unknown;
+  EXPECT_LT(took, 1.0);
 }
 
 }  // namespace

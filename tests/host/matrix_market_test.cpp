@@ -11,10 +11,12 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -540,6 +542,86 @@ TEST(MatrixMarket, MalformedInputNamesTheLineAndTheCause) {
       EXPECT_NE(message.find(w), std::string::npos)
           << c.what << ": '" << w << "' is not in: " << message;
     }
+  }
+}
+
+// ---- sizes the input declares (read_limits) ------------------------------------------------
+
+// Seconds f() takes; what refusing a huge declared size may take is far below what building
+// it would (a 51 GB row array).
+template <class F>
+double seconds_of(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(MatrixMarket, HugeSizeLineIsRefusedBeforeAllocating) {
+  // 62 bytes that declared 2^31 - 1 rows: 51 GB of row arrays (24 bytes a row) before the fix.
+  const std::string text = "%%MatrixMarket matrix coordinate real general\n2147483647 1 0\n";
+  std::string message;
+  const double took = seconds_of([&] { message = format_error_of(text); });
+  ASSERT_FALSE(message.empty()) << "no format_error";
+  for (const char* words : {"'bad.mtx' line 2", "2147483647 rows of 20 bytes",
+                            "read_limits::max_bytes = 268435456", "raise max_bytes"}) {
+    EXPECT_NE(message.find(words), std::string::npos) << words << " is not in: " << message;
+  }
+  EXPECT_LT(took, 1.0);
+  // INT64_MAX rows with 64-bit indices: a format_error too, not std::length_error.
+  std::istringstream in{"%%MatrixMarket matrix coordinate pattern general\n9223372036854775807 1 0\n"};
+  EXPECT_THROW((void)(io::read_matrix_market<double, std::int64_t>(in, "wide.mtx")),
+               squeeze::format_error);
+}
+
+TEST_F(MatrixMarketFile, HugeSizeLineInAFileNamesTheFile) {
+  const std::filesystem::path path = dir_ / "huge.mtx";
+  std::ofstream{path} << "%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 0\n";
+  try {
+    (void)io::read_matrix_market(path);
+    FAIL() << "no exception";
+  } catch (const squeeze::format_error& e) {
+    EXPECT_NE(e.message().find("'" + path.string() + "' line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MatrixMarket, ReadLimitsBoundRowsTheInputDoesNotPayFor) {
+  // 1 M empty rows: 20 MB, within the default's 256 MiB; refused with no allowance at all.
+  const std::string empty_rows = "%%MatrixMarket matrix coordinate real general\n1000000 1 0\n";
+  EXPECT_EQ(parse(empty_rows).rows, 1000000);
+  std::istringstream in{empty_rows};
+  EXPECT_THROW((void)io::read_matrix_market(in, "strict.mtx", {.max_bytes = 0}),
+               squeeze::format_error);
+  // Rows that hold entries pay for themselves: 16 bytes per input byte covers them.
+  std::string diagonal = "%%MatrixMarket matrix coordinate pattern general\n1000 1000 1000\n";
+  for (int i = 1; i <= 1000; ++i) diagonal += std::to_string(i) + " " + std::to_string(i) + "\n";
+  std::istringstream in2{diagonal};
+  EXPECT_EQ(io::read_matrix_market(in2, "diagonal.mtx", {.max_bytes = 0}).nnz(), 1000);
+}
+
+TEST(MatrixMarket, HugeDeclaredEntryCountReservesNothingUpFront) {
+  // The declared count once reserved up to 2^26 entries (2^27 mirrored: 3 GB) for any input.
+  for (const std::string text :
+       {"%%MatrixMarket matrix coordinate real general\n3 3 9223372036854775807\n1 1 1\n",
+        "%%MatrixMarket matrix coordinate real symmetric\n5 5 4611686018427387904\n2 1 1\n"}) {
+    std::string message;
+    const double took = seconds_of([&] { message = format_error_of(text); });
+    EXPECT_NE(message.find("too few entries: the input ends after 1 entries"), std::string::npos)
+        << message;
+    EXPECT_LT(took, 0.5);
+  }
+}
+
+TEST(Csr, ValidateReportsRowsAtTheLimitWithoutOverflow) {
+  io::csr_matrix<double, std::int64_t> a;
+  a.rows = std::numeric_limits<std::int64_t>::max();
+  a.row_ptr = {0};
+  try {
+    io::validate(a);
+    FAIL() << "no exception";
+  } catch (const squeeze::format_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("rows + 1 = 9223372036854775808 expected"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -8,15 +8,24 @@
 #include <stdlib.h>    // mkdtemp
 #include <sys/stat.h>  // mkfifo
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <sstream>
+#include <streambuf>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/pipe_buffer.hpp"
+
+using squeeze::test::pipe_buffer;
 
 namespace io = squeeze::io;
 
@@ -553,4 +562,111 @@ TEST_F(Npy, ReadsFromAPipe) {
       EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- sizes the header declares, and streams --------------------------------------------
+
+namespace {
+
+// The message of the format_error that read_npy(stream) throws ("" when none).
+std::string stream_error(const std::string& bytes) {
+  pipe_buffer pipe{bytes};
+  std::istream in{&pipe};
+  try {
+    (void)io::read_npy(in, "pipe.npy");
+  } catch (const squeeze::format_error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+template <class F>
+double seconds_of(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_F(Npy, HugeDeclaredSizesAreRefusedBeforeAllocating) {
+  // 1 TiB of data declared, 3 bytes held: refused from the file's size, before allocating.
+  const std::string tib = npy_bytes(1, dict_for("|u1", "(1099511627776,)"), "abc");
+  const double file_took = seconds_of([&] {
+    expect_error(tib, "truncated: its header describes 1099511627776 bytes of data");
+  });
+  EXPECT_LT(file_took, 1.0);
+  // From a stream of unknown size the data grows in steps as it arrives, and ends at 3 bytes.
+  std::string message;
+  const double stream_took = seconds_of([&] { message = stream_error(tib); });
+  EXPECT_NE(message.find("'pipe.npy' is truncated: its header describes 1099511627776 bytes"),
+            std::string::npos)
+      << message;
+  EXPECT_LT(stream_took, 1.0);
+  // A 4 GiB header declared, 2 bytes sent: the header is not allocated up front either.
+  const std::string header = std::string{"\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14};
+  EXPECT_NE(stream_error(header).find("truncated inside its .npy header (4294967295 bytes"),
+            std::string::npos)
+      << stream_error(header);
+  expect_error(header, "its .npy header is 4294967295 bytes long but only 2 bytes follow");
+}
+
+TEST_F(Npy, ShapesWhoseProductOverflowsAreRefusedEvenWhenEmpty) {
+  // As NumPy does: elements() and row_bytes() could not be computed without wrapping.
+  expect_error(npy_bytes(1, dict_for("<f4", "(0, 4294967296, 4294967296)"), ""), "overflows");
+  expect_error(npy_bytes(1, dict_for("|u1", "(4294967296, 0, 4294967296)"), ""), "overflows");
+  const io::npy_array empty =
+      io::read_npy(write("e.npy", npy_bytes(1, dict_for("<f8", "(0, 4294967296)"), "")));
+  EXPECT_EQ(empty.data.size(), 0u);
+  EXPECT_EQ(empty.row_bytes(), std::size_t{8} << 32);
+}
+
+// A pipe that declares more than it sends ends the read as soon as it ends.
+TEST_F(Npy, APipeThatDeclaresMoreThanItHoldsIsTruncated) {
+  const std::string fifo = path("fifo.npy");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string bytes = npy_bytes(1, dict_for("<f8", "(1000000000000,)"), f32(1.0f));
+  std::thread writer{[&] { std::ofstream{fifo, std::ios::binary} << bytes; }};
+  std::string message;
+  const double took = seconds_of([&] {
+    try {
+      (void)io::read_npy(fifo);
+    } catch (const squeeze::format_error& e) {
+      message = e.message();
+    }
+  });
+  writer.join();
+  EXPECT_NE(message.find("truncated: its header describes 8000000000000 bytes"), std::string::npos)
+      << message;
+  EXPECT_LT(took, 1.0);
+}
+
+// From a FILE or a stream, read_npy reads one array and stops after it, as np.load does.
+TEST_F(Npy, ReadsArraysOneByOneFromAFileOrAStream) {
+  const std::string first = npy_bytes(1, dict_for("<f4", "(3, 4)"), f32_0_to_11());
+  const std::string second = npy_bytes(2, dict_for("|u1", "(2,)"), "xy");
+  const std::string both = first + second;
+  const auto check = [](const io::npy_array& a, const io::npy_array& b) {
+    EXPECT_EQ(floats(a)[11], 11.0f);
+    EXPECT_EQ(b.shape, (std::vector<std::size_t>{2}));
+    EXPECT_EQ(static_cast<char>(b.data[1]), 'y');
+  };
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f{
+      std::fopen(write("two.npy", both).c_str(), "rb"), &std::fclose};
+  ASSERT_TRUE(f);
+  const io::npy_array a = io::read_npy(f.get(), "two.npy");
+  const io::npy_array b = io::read_npy(f.get(), "two.npy");
+  check(a, b);
+  EXPECT_EQ(std::fgetc(f.get()), EOF);
+  EXPECT_THROW((void)io::read_npy(f.get(), "two.npy"), squeeze::format_error);
+
+  std::istringstream sized{both};
+  const io::npy_array c = io::read_npy(sized, "sized");
+  check(c, io::read_npy(sized, "sized"));
+  pipe_buffer pipe{both};
+  std::istream piped{&pipe};
+  const io::npy_array d = io::read_npy(piped, "piped");
+  check(d, io::read_npy(piped, "piped"));
+  // By path the array must end the file.
+  expect_error(both, "longer than its header describes");
 }

@@ -180,9 +180,11 @@ void validate(const csr_matrix<Value, Index>& a) {
   if (a.rows < 0 || a.cols < 0) {
     fail("dimensions " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + " are negative");
   }
-  if (a.row_ptr.size() != static_cast<std::uint64_t>(a.rows) + 1) {
+  // (rows + 1 in 64-bit unsigned arithmetic: rows may be INT64_MAX.)
+  const std::uint64_t rows_plus_one = static_cast<std::uint64_t>(a.rows) + 1;
+  if (a.row_ptr.size() != rows_plus_one) {
     fail("row_ptr has " + std::to_string(a.row_ptr.size()) +
-         " elements; rows + 1 = " + std::to_string(a.rows + 1) + " expected");
+         " elements; rows + 1 = " + std::to_string(rows_plus_one) + " expected");
   }
   if (a.row_ptr[0] != 0) fail("row_ptr[0] is " + std::to_string(a.row_ptr[0]) + ", not 0");
   for (std::size_t r = 0; r + 1 < a.row_ptr.size(); ++r) {

@@ -41,7 +41,6 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -52,19 +51,23 @@
 #include <istream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/io/csr.hpp"
+#include "squeeze/io/detail/binary_input.hpp"
+#include "squeeze/io/detail/line_reader.hpp"
 #include "squeeze/io/detail/text_writer.hpp"
 #include "squeeze/io/matrix_market.hpp"
+#include "squeeze/io/read_limits.hpp"
 
 namespace squeeze::io {
 
@@ -560,28 +563,37 @@ struct edge_list_options {
   /// 0: one more than the largest id read (vertices past it are lost); otherwise exactly this
   /// many vertices, and a larger id is an error.
   std::uint64_t num_vertices = 0;
+  /// With num_vertices = 0, the vertices up to the largest id cost graph_bytes_per_vertex
+  /// each: refused past 16 bytes per byte of input plus limits.max_bytes (read_limits.hpp).
+  read_limits limits{};
 };
+
+/// Bytes a graph reader allocates per vertex: row_offsets (8) and the builder's kept count
+/// (4). What read_edge_list and read_matrix_market_graph weigh against their read_limits.
+inline constexpr std::uint64_t graph_bytes_per_vertex = 12;
 
 /// Reads an edge list: one edge "u v" per line (whitespace separated, base-10), blank lines
 /// and lines whose first non-blank character is '#' or '%' skipped, '\r\n' accepted. The
 /// graph is cleaned up as the generators' (self-loops and duplicates dropped, lists sorted,
 /// symmetrized unless options.directed). `name` is what error messages call the input.
 /// Throws format_error naming the input and line for a malformed line, a negative id, 0 in a
-/// 1-based list, or an id too large; io_error when the stream fails.
+/// 1-based list, or an id too large, and naming the largest id when the vertices up to it
+/// pass options.limits; io_error when the stream fails. Memory: 8 bytes per edge line (of
+/// at least 4 bytes) while reading, then the graph.
 [[nodiscard]] inline graph read_edge_list(std::istream& in, const std::string& name,
                                           const edge_list_options& options = {}) {
   SQUEEZE_EXPECTS(options.num_vertices <= graph_max_vertices,
                   "read_edge_list: num_vertices " + std::to_string(options.num_vertices) +
                       " does not fit 32-bit vertex ids");
   const std::uint64_t limit = options.num_vertices != 0 ? options.num_vertices : graph_max_vertices;
-  detail::mm_line_reader reader{in, name};
+  detail::line_reader reader{in, name, "edge list"};
   const auto fail = [&](const std::string& what) {
     throw format_error{"'" + name + "' line " + std::to_string(reader.number()) + ": " + what};
   };
   const auto parse_id = [&](std::string_view word, const char* which) -> std::uint32_t {
     std::int64_t id = 0;
-    if (!detail::mm_parse_int(word, id)) {
-      fail("cannot parse the " + std::string{which} + " vertex " + detail::mm_quote(word) +
+    if (!detail::text_parse_int(word, id)) {
+      fail("cannot parse the " + std::string{which} + " vertex " + detail::text_quote(word) +
            " as an integer");
     }
     if (id < 0) fail(std::string{which} + " vertex " + std::to_string(id) + " is negative");
@@ -606,29 +618,41 @@ struct edge_list_options {
 
   std::vector<graph_edge> edges;
   std::uint64_t n = options.num_vertices;
+  std::int64_t largest_line = 0;  // where the largest id was read
   std::string_view line;
-  errno = 0;
-  try {
-    while (reader.next(line)) {
-      std::size_t pos = 0;
-      const std::string_view first = detail::mm_word(line, pos);
-      if (first.empty() || first[0] == '#' || first[0] == '%') continue;
-      const std::string_view second = detail::mm_word(line, pos);
-      if (second.empty()) {
-        fail("bad edge " + detail::mm_quote(line) + ": expected two vertex ids 'u v'");
-      }
-      if (!options.allow_extra_columns && !detail::mm_word(line, pos).empty()) {
-        fail("bad edge " + detail::mm_quote(line) +
-             ": expected exactly two vertex ids 'u v' (set allow_extra_columns to ignore "
-             "weights)");
-      }
-      const graph_edge e{parse_id(first, "source"), parse_id(second, "target")};
-      if (options.num_vertices == 0) n = std::max<std::uint64_t>(n, std::max(e.u, e.v) + 1ull);
-      edges.push_back(e);
+  while (reader.next(line)) {
+    std::size_t pos = 0;
+    const std::string_view first = detail::text_word(line, pos);
+    if (first.empty() || first[0] == '#' || first[0] == '%') continue;
+    const std::string_view second = detail::text_word(line, pos);
+    if (second.empty()) {
+      fail("bad edge " + detail::text_quote(line) + ": expected two vertex ids 'u v'");
     }
-  } catch (const io_error&) {
-    throw io_error{"cannot read edge list '" + name +
-                   "': " + (errno != 0 ? std::strerror(errno) : "the stream failed")};
+    if (!options.allow_extra_columns && !detail::text_word(line, pos).empty()) {
+      fail("bad edge " + detail::text_quote(line) +
+           ": expected exactly two vertex ids 'u v' (set allow_extra_columns to ignore "
+           "weights)");
+    }
+    const graph_edge e{parse_id(first, "source"), parse_id(second, "target")};
+    if (options.num_vertices == 0 && std::max(e.u, e.v) + 1ull > n) {
+      n = std::max(e.u, e.v) + 1ull;
+      largest_line = reader.number();
+    }
+    edges.push_back(e);
+  }
+  if (options.num_vertices == 0) {
+    const std::optional<std::uint64_t> bytes =
+        core::checked_mul<std::uint64_t>(n, graph_bytes_per_vertex);
+    if (!detail::declared_bytes_allowed(bytes, reader.bytes_read(), options.limits)) {
+      const std::uint64_t shown = options.one_based ? n : n - 1;
+      throw format_error{"'" + name + "' line " + std::to_string(largest_line) +
+                         ": the largest vertex id, " + std::to_string(shown) + ", makes " +
+                         std::to_string(n) + " vertices of " +
+                         std::to_string(graph_bytes_per_vertex) + " bytes, " +
+                         detail::declared_bytes_refusal(bytes, reader.bytes_read(),
+                                                        options.limits) +
+                         ", or give num_vertices"};
+    }
   }
   return detail::build_graph(n, std::move(edges), options.directed);
 }
@@ -689,41 +713,50 @@ inline void write_edge_list(const std::filesystem::path& path, const graph& g) {
 /// symmetric or skew-symmetric; see read_matrix_market) as a graph: every stored entry (i, j)
 /// is an edge i -> j, whatever its value (explicit zeros included); symmetric files are
 /// mirrored first. The graph is symmetrized unless `directed`; self-loops (diagonal entries)
-/// and duplicates are dropped. Errors as read_matrix_market's, plus a format_error for a
-/// matrix that is not square or has more than graph_max_vertices rows. Memory: the matrix as
-/// csr_matrix<double, int64_t> while it is converted (about 40 bytes per entry).
+/// and duplicates are dropped. Errors as read_matrix_market's, plus a format_error, at the
+/// size line, for a matrix that is not square or has more than graph_max_vertices rows, and
+/// one for vertices that pass `limits` (graph_bytes_per_vertex each; read_limits.hpp).
+/// Memory: 8 bytes per stored entry (16 for a mirrored one) while reading, then the graph.
 [[nodiscard]] inline graph read_matrix_market_graph(std::istream& in, const std::string& name,
-                                                    bool directed = false) {
-  const csr_matrix<double, std::int64_t> a = read_matrix_market<double, std::int64_t>(in, name);
-  if (a.rows != a.cols) {
-    throw format_error{"'" + name + "': a graph needs a square matrix, but this one is " +
-                       std::to_string(a.rows) + " x " + std::to_string(a.cols)};
+                                                    bool directed = false,
+                                                    const read_limits& limits = {}) {
+  const std::optional<std::uint64_t> bytes_left = detail::bytes_left(in);
+  detail::line_reader reader{in, name, "Matrix Market input"};
+  const detail::mm_header h = detail::mm_read_header(reader, name);
+  if (h.rows != h.cols) {
+    detail::mm_fail(name, h.size_line,
+                    "a graph needs a square matrix, but the size line declares " +
+                        std::to_string(h.rows) + " x " + std::to_string(h.cols));
   }
-  if (static_cast<std::uint64_t>(a.rows) > graph_max_vertices) {
-    throw format_error{"'" + name + "': " + std::to_string(a.rows) + " vertices; at most " +
-                       std::to_string(graph_max_vertices) + " (32-bit vertex ids) are supported"};
+  const auto n = static_cast<std::uint64_t>(h.rows);
+  if (n > graph_max_vertices) {
+    detail::mm_fail(name, h.size_line,
+                    std::to_string(n) + " vertices; at most " +
+                        std::to_string(graph_max_vertices) + " (32-bit vertex ids) are supported");
   }
-  std::vector<graph_edge> edges(a.col_idx.size());
-  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows); ++r) {
-    for (auto k = static_cast<std::size_t>(a.row_ptr[r]);
-         k < static_cast<std::size_t>(a.row_ptr[r + 1]); ++k) {
-      edges[k] = {static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(a.col_idx[k])};
-    }
-  }
-  return detail::build_graph(static_cast<std::uint64_t>(a.rows), std::move(edges), directed);
+  std::vector<graph_edge> edges;
+  edges.reserve(detail::mm_reservable(h, bytes_left));
+  // (Indices are checked against the size line, so they fit 32 bits.)
+  detail::mm_read_entries<double>(reader, name, h, [&](std::int64_t i, std::int64_t j, double) {
+    edges.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)});
+  });
+  detail::mm_check_declared(name, h, n, graph_bytes_per_vertex, "vertices", reader.bytes_read(),
+                            limits);
+  return detail::build_graph(n, std::move(edges), directed);
 }
 
 /// Reads a Matrix Market file as a graph; see the stream overload. io_error when it cannot be
 /// opened.
 [[nodiscard]] inline graph read_matrix_market_graph(const std::filesystem::path& path,
-                                                    bool directed = false) {
+                                                    bool directed = false,
+                                                    const read_limits& limits = {}) {
   errno = 0;
   std::ifstream in{path, std::ios::binary};
   if (!in) {
     throw io_error{"cannot open Matrix Market file '" + path.string() +
                    "': " + std::strerror(errno)};
   }
-  return read_matrix_market_graph(in, path.string(), directed);
+  return read_matrix_market_graph(in, path.string(), directed, limits);
 }
 
 // ---- binary graph file -------------------------------------------------------------------
@@ -785,8 +818,6 @@ struct graph_file_header {
 
 namespace detail {
 
-using graph_file_ptr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
-
 template <class T>
 [[nodiscard]] constexpr T graph_byteswap(T x) noexcept {
   T y = 0;
@@ -835,16 +866,17 @@ template <class T>
   return graph_to_le(x);
 }
 
-// Reads and checks the header of an open graph file of `file_size` bytes.
-[[nodiscard]] inline graph_file_header graph_read_header(std::FILE* f, const std::string& path,
-                                                         std::uint64_t file_size) {
+// Reads and checks the header of a graph file. `whole`: the file must end where the header
+// says (a path); otherwise it may go on (a stream). Where the input's size is known it is
+// checked here, before anything is allocated.
+[[nodiscard]] inline graph_file_header graph_read_header(binary_input& in, bool whole) {
+  const std::string& path = in.name();
   const auto bad = [&](const std::string& what) {
     throw format_error{"'" + path + "' is not a valid squeeze graph file: " + what};
   };
   unsigned char raw[graph_file_header_bytes];
-  const std::size_t got = std::fread(raw, 1, sizeof raw, f);
+  const std::size_t got = in.read(raw, sizeof raw);
   if (got != sizeof raw) {
-    if (std::ferror(f)) throw io_error{"cannot read '" + path + "': " + std::strerror(errno)};
     bad("it has " + std::to_string(got) + " bytes, fewer than the " +
         std::to_string(graph_file_header_bytes) + "-byte header");
   }
@@ -881,34 +913,69 @@ template <class T>
         std::to_string(h.num_vertices) + " vertices put them at byte " +
         std::to_string(neighbors_at));
   }
-  if (h.num_edges > (std::numeric_limits<std::uint64_t>::max() - 2 * neighbors_at) / 4) {
-    bad(std::to_string(h.num_edges) + " edges cannot be right");
-  }
-  const std::uint64_t file_bytes = graph_round_up(neighbors_at + 4 * h.num_edges);
+  // neighbors_at + 4 m, rounded up to a multiple of 4096, must fit 64 bits.
+  const std::optional<std::uint64_t> list_bytes = core::checked_mul<std::uint64_t>(4, h.num_edges);
+  const std::optional<std::uint64_t> list_end =
+      list_bytes ? core::checked_add<std::uint64_t>(neighbors_at + (graph_file_alignment - 1),
+                                                    *list_bytes)
+                 : std::nullopt;
+  if (!list_end) bad(std::to_string(h.num_edges) + " edges cannot be right");
+  const std::uint64_t file_bytes = *list_end / graph_file_alignment * graph_file_alignment;
   if (h.file_bytes != file_bytes) {
     bad("the header gives the file length as " + std::to_string(h.file_bytes) + " bytes but " +
         std::to_string(h.num_vertices) + " vertices and " + std::to_string(h.num_edges) +
         " edges make it " + std::to_string(file_bytes));
   }
-  if (file_size < file_bytes) {
-    bad("the file is truncated: it has " + std::to_string(file_size) +
-        " bytes, its header describes " + std::to_string(file_bytes));
-  }
-  if (file_size > file_bytes) {
-    bad("the file has " + std::to_string(file_size) + " bytes, more than the " +
-        std::to_string(file_bytes) + " its header describes");
+  if (const std::optional<std::uint64_t> left = in.left()) {
+    const std::uint64_t size = graph_file_header_bytes + *left;  // from the header on
+    if (size < file_bytes) {
+      bad("the file is truncated: it has " + std::to_string(size) +
+          " bytes, its header describes " + std::to_string(file_bytes));
+    }
+    if (whole && size > file_bytes) {
+      bad("the file has " + std::to_string(size) + " bytes, more than the " +
+          std::to_string(file_bytes) + " its header describes");
+    }
   }
   return h;
 }
 
-[[nodiscard]] inline std::pair<graph_file_ptr, std::uint64_t> graph_open(const std::string& path) {
-  errno = 0;
-  graph_file_ptr f{std::fopen(path.c_str(), "rb"), &std::fclose};
-  if (!f) throw io_error{"cannot open graph file '" + path + "': " + std::strerror(errno)};
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw io_error{"cannot stat graph file '" + path + "': " + ec.message()};
-  return {std::move(f), static_cast<std::uint64_t>(size)};
+// Reads a graph file's header and body from `in` (see graph_read_header for `whole`) and
+// validates the graph.
+[[nodiscard]] inline graph graph_read_binary(binary_input& in, bool whole) {
+  const std::string& name = in.name();
+  const graph_file_header h = graph_read_header(in, whole);
+  const auto truncated = [&](const char* where) {
+    throw format_error{"'" + name + "' is not a valid squeeze graph file: the file is truncated: " +
+                       "it ends inside its " + where + ", before the " +
+                       std::to_string(h.file_bytes) + " bytes its header describes"};
+  };
+  graph g;
+  g.directed = h.directed;
+  std::array<char, graph_file_alignment> padding;
+  // (The header's counts are checked against the input's size when that is known, and the
+  // lists grow as their bytes arrive when it is not.)
+  if (!in.read_declared(g.row_offsets, h.num_vertices + 1)) truncated("row_offsets");
+  const auto gap = static_cast<std::size_t>(h.neighbors_at - graph_file_header_bytes -
+                                            8 * (h.num_vertices + 1));  // < 4096
+  if (!in.read_exact(padding.data(), gap)) truncated("padding");
+  if (!in.read_declared(g.neighbors, h.num_edges)) truncated("neighbors");
+  const auto tail = static_cast<std::size_t>(h.file_bytes - h.neighbors_at - 4 * h.num_edges);
+  if (!in.read_exact(padding.data(), tail)) truncated("final padding");
+  if (whole && !in.at_end()) {
+    throw format_error{"'" + name + "' is not a valid squeeze graph file: it has more than the " +
+                       std::to_string(h.file_bytes) + " bytes its header describes"};
+  }
+  if constexpr (std::endian::native != std::endian::little) {
+    for (auto& x : g.row_offsets) x = graph_byteswap(x);
+    for (auto& x : g.neighbors) x = graph_byteswap(x);
+  }
+  try {
+    validate(g);
+  } catch (const format_error& e) {
+    throw format_error{"'" + name + "': " + e.message()};
+  }
+  return g;
 }
 
 }  // namespace detail
@@ -924,9 +991,7 @@ inline void write_graph_binary(const std::filesystem::path& path, const graph& g
   const std::array<std::uint64_t, 6> fields = {n,          m, graph_file_header_bytes, neighbors_at,
                                                file_bytes, 0};
   const std::array<std::uint32_t, 2> words = {graph_file_version, g.directed ? 1u : 0u};
-  errno = 0;
-  detail::graph_file_ptr f{std::fopen(name.c_str(), "wb"), &std::fclose};
-  if (!f) throw io_error{"cannot create graph file '" + name + "': " + std::strerror(errno)};
+  detail::file_ptr f = detail::open_file(name, "wb", "graph file");
   const std::uint64_t offsets_end = graph_file_header_bytes + 8 * (n + 1);
   const bool ok = std::fwrite(detail::graph_file_magic, 1, 8, f.get()) == 8 &&
                   detail::graph_write_le<std::uint32_t>(f.get(), words) &&
@@ -943,47 +1008,31 @@ inline void write_graph_binary(const std::filesystem::path& path, const graph& g
 
 /// Reads and checks the header of a graph file alone (for a reader that maps the edge list:
 /// neighbors_at and num_edges say where it lies). format_error for a header that is not
-/// valid or does not match the file's length; io_error when the file cannot be read.
+/// valid or does not match the file's length (when it has one: not a pipe); io_error when
+/// the file cannot be read.
 [[nodiscard]] inline graph_file_header read_graph_binary_header(const std::filesystem::path& path) {
-  auto [f, size] = detail::graph_open(path.string());
-  return detail::graph_read_header(f.get(), path.string(), size);
+  const std::string name = path.string();
+  const detail::file_ptr f = detail::open_file(name, "rb", "graph file");
+  detail::binary_input in{f.get(), name};
+  return detail::graph_read_header(in, true);
 }
 
 /// Reads a graph file written by write_graph_binary. The header is checked against the file's
-/// length before anything is allocated, and the graph is validated (format_error naming the
-/// file and the broken invariant); io_error when the file cannot be read.
+/// length before anything is allocated (a pipe, whose length is unknown, is read in steps),
+/// and the graph is validated (format_error naming the file and the broken invariant);
+/// io_error when the file cannot be read.
 [[nodiscard]] inline graph read_graph_binary(const std::filesystem::path& path) {
   const std::string name = path.string();
-  const auto [file, size] = detail::graph_open(name);
-  std::FILE* const f = file.get();
-  const graph_file_header h = detail::graph_read_header(f, name, size);
-  const auto read = [&](void* dst, std::size_t bytes) {
-    if (bytes != 0 && std::fread(dst, 1, bytes, f) != bytes) {
-      if (std::ferror(f)) {
-        throw io_error{"cannot read graph file '" + name + "': " + std::strerror(errno)};
-      }
-      throw format_error{"'" + name + "' ended early (it shrank while being read?)"};
-    }
-  };
-  graph g;
-  g.directed = h.directed;
-  g.row_offsets.resize(static_cast<std::size_t>(h.num_vertices) + 1);
-  read(g.row_offsets.data(), g.row_offsets.size() * 8);
-  std::array<char, graph_file_alignment> padding;
-  read(padding.data(), static_cast<std::size_t>(h.neighbors_at - graph_file_header_bytes -
-                                                8 * (h.num_vertices + 1)));
-  g.neighbors.resize(static_cast<std::size_t>(h.num_edges));
-  read(g.neighbors.data(), g.neighbors.size() * 4);
-  if constexpr (std::endian::native != std::endian::little) {
-    for (auto& x : g.row_offsets) x = detail::graph_byteswap(x);
-    for (auto& x : g.neighbors) x = detail::graph_byteswap(x);
-  }
-  try {
-    validate(g);
-  } catch (const format_error& e) {
-    throw format_error{"'" + name + "': " + e.message()};
-  }
-  return g;
+  const detail::file_ptr f = detail::open_file(name, "rb", "graph file");
+  detail::binary_input in{f.get(), name};
+  return detail::graph_read_binary(in, true);
+}
+
+/// Reads one graph file's bytes from `in`'s current position and leaves `in` just past them;
+/// `name` is what messages call the input. Errors as the path overload's.
+[[nodiscard]] inline graph read_graph_binary(std::istream& in, const std::string& name) {
+  detail::binary_input input{in, name};
+  return detail::graph_read_binary(input, false);
 }
 
 // ---- host references ---------------------------------------------------------------------

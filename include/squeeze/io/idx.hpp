@@ -7,16 +7,27 @@
 // Host-only. The reader takes the uncompressed file (the Debian package ships .gz: run
 // `gunzip -k` first); a gzip file is recognized and refused with that advice. Every
 // malformed file is an io_error / format_error that names the file and what is wrong.
+// Memory (read_limits.hpp): the dimensions' product is computed without overflow and compared
+// with the bytes the input holds before the data is allocated; a pipe is read in steps, so
+// one that ends early costs at most twice what it sent.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <istream>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/io/detail/binary_input.hpp"
 
 namespace squeeze::io {
 
@@ -36,7 +47,8 @@ struct idx_array {
       default: return 0;
     }
   }
-  /// Elements after the first dimension: a row's element count (1 for a 1-d array).
+  /// Elements after the first dimension: a row's element count (1 for a 1-d array). The
+  /// reader refuses dimensions whose nonzero product overflows, so this never wraps.
   [[nodiscard]] std::size_t row_elements() const noexcept {
     std::size_t n = 1;
     for (std::size_t d = 1; d < dims.size(); ++d) n *= dims[d];
@@ -44,13 +56,25 @@ struct idx_array {
   }
 };
 
-inline idx_array read_idx(const std::string& path) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f{std::fopen(path.c_str(), "rb"),
-                                                          &std::fclose};
-  if (!f) throw io_error{"cannot open IDX file '" + path + "'"};
+namespace detail {
+
+/// "60000 x 28 x 28" for a message.
+inline std::string idx_dims_text(const std::vector<std::uint32_t>& dims) {
+  std::string s;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (d > 0) s += " x ";
+    s += std::to_string(dims[d]);
+  }
+  return s;
+}
+
+/// Reads an IDX array from `in`, which names it in messages.
+inline idx_array idx_read(binary_input& in) {
+  const std::string& path = in.name();
   unsigned char magic[4];
-  if (std::fread(magic, 1, 4, f.get()) != 4)
+  if (!in.read_exact(magic, 4)) {
     throw format_error{"'" + path + "' is too short for an IDX header"};
+  }
   if (magic[0] == 0x1f && magic[1] == 0x8b) {
     throw format_error{"'" + path + "' is gzip-compressed: decompress it first (gunzip -k)"};
   }
@@ -59,28 +83,65 @@ inline idx_array read_idx(const std::string& path) {
   if (magic[0] != 0 || magic[1] != 0 || a.element_bytes() == 0 || magic[3] == 0) {
     throw format_error{"'" + path + "' is not an IDX file (bad magic bytes)"};
   }
-  std::size_t count = 1;
+  a.dims.reserve(magic[3]);  // at most 255
+  // The element count and the data bytes, from the nonzero dimensions (so that
+  // row_elements() never wraps, even for an empty array).
+  std::optional<std::uint64_t> bytes{a.element_bytes()};
+  bool empty = false;
   for (unsigned d = 0; d < magic[3]; ++d) {
     unsigned char b[4];
-    if (std::fread(b, 1, 4, f.get()) != 4)
+    if (!in.read_exact(b, 4)) {
       throw format_error{"'" + path + "' ends inside its dimensions"};
+    }
     const std::uint32_t size = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
                                (std::uint32_t{b[2]} << 8) | b[3];
     a.dims.push_back(size);
-    count *= size;
+    if (size == 0) {
+      empty = true;
+    } else if (bytes) {
+      bytes = core::checked_mul<std::uint64_t>(*bytes, size);
+    }
   }
+  const std::string dims = idx_dims_text(a.dims) + " elements of " +
+                           std::to_string(a.element_bytes()) +
+                           (a.element_bytes() == 1 ? " byte" : " bytes");
+  if (!bytes || *bytes > std::numeric_limits<std::size_t>::max()) {
+    throw format_error{"'" + path + "' declares " + dims + ", a size that overflows 64 bits"};
+  }
+  if (empty) bytes = 0;
+  const std::string fewer = "'" + path + "' holds fewer than the " +
+                            std::to_string(*bytes / a.element_bytes()) +
+                            " elements its header declares (" + dims + ": " +
+                            std::to_string(*bytes) + " bytes)";
+  if (const std::optional<std::uint64_t> left = in.left(); left && *left < *bytes) {
+    throw format_error{fewer + "; only " + std::to_string(*left) + " bytes follow the header"};
+  }
+  if (!in.read_declared(a.data, *bytes)) throw format_error{fewer};
   const std::size_t e = a.element_bytes();
-  a.data.resize(count * e);
-  if (std::fread(a.data.data(), 1, a.data.size(), f.get()) != a.data.size()) {
-    throw format_error{"'" + path + "' holds fewer than the " + std::to_string(count) +
-                       " elements its header declares"};
-  }
   if (e > 1) {  // big-endian to host order
     for (std::size_t i = 0; i < a.data.size(); i += e) {
       for (std::size_t k = 0; k < e / 2; ++k) std::swap(a.data[i + k], a.data[i + e - 1 - k]);
     }
   }
   return a;
+}
+
+}  // namespace detail
+
+/// Reads an IDX file. Throws io_error when it cannot be opened or read, format_error when it
+/// is not a well-formed IDX file or holds less than its header declares.
+inline idx_array read_idx(const std::string& path) {
+  const detail::file_ptr f = detail::open_file(path, "rb", "IDX file");
+  detail::binary_input in{f.get(), path};
+  return detail::idx_read(in);
+}
+
+/// Reads an IDX array from `in`'s current position, leaving it just past the data; `name` is
+/// what messages call the input. A stream that can seek has its size checked first; one that
+/// cannot is read in steps. Errors as the path overload's.
+inline idx_array read_idx(std::istream& in, const std::string& name) {
+  detail::binary_input input{in, name};
+  return detail::idx_read(input);
 }
 
 }  // namespace squeeze::io

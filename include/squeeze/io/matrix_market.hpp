@@ -18,6 +18,11 @@
 // stream's name), the line number and what is wrong; a file that cannot be opened or read is
 // an io_error. Lines are parsed with std::from_chars from a large buffer: a 10 M entry file
 // reads in about a second.
+//
+// Memory (read_limits.hpp): about 24 bytes per entry line (48 for a mirrored one) while
+// reading, then the CSR build; the rows the size line declares cost 16 + sizeof(Index) bytes
+// each, refused with a format_error past 16 bytes per byte of input plus
+// read_limits::max_bytes (default 256 MiB), so a 62-byte file cannot ask for 32 GB.
 #pragma once
 
 #include <algorithm>
@@ -33,106 +38,29 @@
 #include <fstream>
 #include <istream>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/io/csr.hpp"
+#include "squeeze/io/detail/binary_input.hpp"
+#include "squeeze/io/detail/line_reader.hpp"
 #include "squeeze/io/detail/text_writer.hpp"
+#include "squeeze/io/read_limits.hpp"
 
 namespace squeeze::io {
 
 namespace detail {
 
-/// Splits a stream into lines without copying each one: reads 1 MiB blocks and hands out
-/// views into the block. A view lives until the next call. '\r' before '\n' is dropped.
-class mm_line_reader {
- public:
-  mm_line_reader(std::istream& in, const std::string& name) : in_{in}, name_{name} {
-    buffer_.resize(block_bytes);
-  }
-
-  /// The next line, or false at the end of the stream. Throws io_error on a read error.
-  bool next(std::string_view& line) {
-    for (;;) {
-      const char* const first = buffer_.data() + begin_;
-      const std::size_t available = end_ - begin_;
-      const auto* const newline = static_cast<const char*>(std::memchr(first, '\n', available));
-      if (newline != nullptr) {
-        const auto length = static_cast<std::size_t>(newline - first);
-        line = trim_cr(std::string_view{first, length});
-        begin_ += length + 1;
-        ++number_;
-        return true;
-      }
-      if (eof_) {
-        if (available == 0) return false;
-        line = trim_cr(std::string_view{first, available});
-        begin_ = end_;
-        ++number_;
-        return true;
-      }
-      fill();
-    }
-  }
-
-  /// The 1-based number of the line next() returned last.
-  [[nodiscard]] std::int64_t number() const noexcept { return number_; }
-
- private:
-  static constexpr std::size_t block_bytes = std::size_t{1} << 20;
-
-  static std::string_view trim_cr(std::string_view s) noexcept {
-    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-    return s;
-  }
-
-  // Moves the unread tail to the front and reads more after it (growing the buffer when a
-  // single line fills it).
-  void fill() {
-    const std::size_t tail = end_ - begin_;
-    if (begin_ > 0) {
-      std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
-      begin_ = 0;
-      end_ = tail;
-    }
-    if (buffer_.size() - end_ < block_bytes / 2) buffer_.resize(buffer_.size() * 2);
-    in_.read(buffer_.data() + end_, static_cast<std::streamsize>(buffer_.size() - end_));
-    end_ += static_cast<std::size_t>(in_.gcount());
-    if (in_.eof()) {
-      eof_ = true;
-    } else if (in_.bad() || in_.fail()) {
-      throw io_error{"cannot read Matrix Market input '" + name_ + "'"};
-    }
-  }
-
-  std::istream& in_;
-  const std::string& name_;
-  std::string buffer_;
-  std::size_t begin_ = 0, end_ = 0;
-  bool eof_ = false;
-  std::int64_t number_ = 0;
-};
-
-[[nodiscard]] constexpr bool mm_is_space(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\v' || c == '\f';
-}
-
-/// The next whitespace-separated word of `s` from `pos` (empty at the end); advances pos.
-[[nodiscard]] inline std::string_view mm_word(std::string_view s, std::size_t& pos) noexcept {
-  while (pos < s.size() && mm_is_space(s[pos])) ++pos;
-  const std::size_t begin = pos;
-  while (pos < s.size() && !mm_is_space(s[pos])) ++pos;
-  return s.substr(begin, pos - begin);
-}
-
 /// Whether a line holds only whitespace or is a '%' comment.
 [[nodiscard]] inline bool mm_skippable(std::string_view line) noexcept {
   std::size_t pos = 0;
-  while (pos < line.size() && mm_is_space(line[pos])) ++pos;
+  while (pos < line.size() && text_is_space(line[pos])) ++pos;
   return pos == line.size() || line[pos] == '%';
 }
 
@@ -142,23 +70,6 @@ class mm_line_reader {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
-}
-
-/// At most 60 characters of `s`, quoted, for an error message.
-[[nodiscard]] inline std::string mm_quote(std::string_view s) {
-  std::string out{"'"};
-  out += s.substr(0, 60);
-  if (s.size() > 60) out += "...";
-  return out + "'";
-}
-
-/// A base-10 integer (an optional sign, then digits, nothing else); false if it is not one
-/// or overflows int64.
-[[nodiscard]] inline bool mm_parse_int(std::string_view word, std::int64_t& value) noexcept {
-  if (word.size() > 1 && word[0] == '+' && word[1] != '-') word.remove_prefix(1);
-  const char* const end = word.data() + word.size();
-  const auto [ptr, ec] = std::from_chars(word.data(), end, value);
-  return ec == std::errc{} && ptr == end;
 }
 
 enum class mm_real_status { ok, not_a_number, too_large };
@@ -186,40 +97,49 @@ template <std::floating_point T>
 enum class mm_field { real, integer, pattern };
 enum class mm_symmetry { general, symmetric, skew_symmetric };
 
-}  // namespace detail
+/// The banner and the size line of a Matrix Market input.
+struct mm_header {
+  mm_field field{};
+  mm_symmetry symmetry{};
+  std::string field_name;     ///< as the banner spells it, lower case
+  std::string symmetry_name;  ///< as the banner spells it, lower case
+  std::int64_t rows = 0, cols = 0, declared = 0;  ///< the size line: declared = entry lines
+  std::int64_t size_line = 0;                     ///< its line number
 
-/// Reads a Matrix Market coordinate matrix from `in`; `name` (a file name, say) is what
-/// error messages call the input. Throws format_error (naming the input, the line and the
-/// cause) for malformed or unsupported input, io_error when the stream fails, and
-/// invalid_argument when the dimensions or the number of entries do not fit Index.
-template <std::floating_point Value = double, class Index = std::int32_t>
-[[nodiscard]] csr_matrix<Value, Index> read_matrix_market(std::istream& in,
-                                                          const std::string& name) {
-  detail::mm_line_reader reader{in, name};
+  /// Whether each off-diagonal entry stands for two.
+  [[nodiscard]] bool mirrored() const noexcept { return symmetry != mm_symmetry::general; }
+};
+
+/// Throws format_error "'<name>' line <n>: <what>".
+[[noreturn]] inline void mm_fail(const std::string& name, std::int64_t line,
+                                 const std::string& what) {
+  throw format_error{"'" + name + "' line " + std::to_string(line) + ": " + what};
+}
+
+/// Reads the banner and the size line; format_error for anything malformed or unsupported.
+inline mm_header mm_read_header(line_reader& reader, const std::string& name) {
   std::string_view line;
-  const auto fail = [&](const std::string& what) {
-    throw format_error{"'" + name + "' line " + std::to_string(reader.number()) + ": " + what};
-  };
+  const auto fail = [&](const std::string& what) { mm_fail(name, reader.number(), what); };
 
   // ---- banner ----
   if (!reader.next(line)) {
-    throw format_error{"'" + name +
-                       "' line 1: the input is empty; a Matrix Market file starts with the "
-                       "banner '%%MatrixMarket matrix coordinate <field> <symmetry>'"};
+    mm_fail(name, 1,
+            "the input is empty; a Matrix Market file starts with the banner '%%MatrixMarket "
+            "matrix coordinate <field> <symmetry>'");
   }
   std::size_t pos = 0;
-  const std::string_view magic = detail::mm_word(line, pos);
-  if (detail::mm_lower(magic) != "%%matrixmarket") {
+  const std::string_view magic = text_word(line, pos);
+  if (mm_lower(magic) != "%%matrixmarket") {
     fail(
         "missing Matrix Market banner: the first line must start with '%%MatrixMarket' but "
         "reads " +
-        detail::mm_quote(line));
+        text_quote(line));
   }
   std::string words[4];
-  for (std::string& w : words) w = detail::mm_lower(detail::mm_word(line, pos));
-  const std::string_view extra = detail::mm_word(line, pos);
+  for (std::string& w : words) w = mm_lower(text_word(line, pos));
+  const std::string_view extra = text_word(line, pos);
   if (words[3].empty() || !extra.empty()) {
-    fail("invalid banner " + detail::mm_quote(line) +
+    fail("invalid banner " + text_quote(line) +
          ": expected exactly '%%MatrixMarket <object> <format> <field> <symmetry>'");
   }
   if (words[0] != "matrix") {
@@ -231,23 +151,24 @@ template <std::floating_point Value = double, class Index = std::int32_t>
   if (words[1] != "coordinate") {
     fail("format '" + words[1] + "' is not supported (only 'coordinate' is)");
   }
-  detail::mm_field field{};
+  mm_header h;
+  h.field_name = words[2];
+  h.symmetry_name = words[3];
   if (words[2] == "real" || words[2] == "double") {
-    field = detail::mm_field::real;
+    h.field = mm_field::real;
   } else if (words[2] == "integer") {
-    field = detail::mm_field::integer;
+    h.field = mm_field::integer;
   } else if (words[2] == "pattern") {
-    field = detail::mm_field::pattern;
+    h.field = mm_field::pattern;
   } else {
     fail("field '" + words[2] + "' is not supported (real, integer and pattern are)");
   }
-  detail::mm_symmetry symmetry{};
   if (words[3] == "general") {
-    symmetry = detail::mm_symmetry::general;
+    h.symmetry = mm_symmetry::general;
   } else if (words[3] == "symmetric") {
-    symmetry = detail::mm_symmetry::symmetric;
+    h.symmetry = mm_symmetry::symmetric;
   } else if (words[3] == "skew-symmetric") {
-    symmetry = detail::mm_symmetry::skew_symmetric;
+    h.symmetry = mm_symmetry::skew_symmetric;
   } else {
     fail("symmetry '" + words[3] +
          "' is not supported (general, symmetric and skew-symmetric are)");
@@ -256,118 +177,167 @@ template <std::floating_point Value = double, class Index = std::int32_t>
   // ---- size line ----
   do {
     if (!reader.next(line)) {
-      throw format_error{"'" + name + "' line " + std::to_string(reader.number()) +
-                         ": the input ends before the size line '<rows> <cols> <entries>'"};
+      mm_fail(name, reader.number(),
+              "the input ends before the size line '<rows> <cols> <entries>'");
     }
-  } while (detail::mm_skippable(line));
-  const std::int64_t size_line = reader.number();
-  std::int64_t rows = 0, cols = 0, declared = 0;
-  {
-    pos = 0;
-    const std::string_view w0 = detail::mm_word(line, pos);
-    const std::string_view w1 = detail::mm_word(line, pos);
-    const std::string_view w2 = detail::mm_word(line, pos);
-    const std::string_view w3 = detail::mm_word(line, pos);
-    if (!w3.empty() || !detail::mm_parse_int(w0, rows) || !detail::mm_parse_int(w1, cols) ||
-        !detail::mm_parse_int(w2, declared) || rows < 0 || cols < 0 || declared < 0) {
-      fail("bad size line " + detail::mm_quote(line) +
-           ": expected three non-negative integers '<rows> <cols> <entries>'");
-    }
+  } while (mm_skippable(line));
+  h.size_line = reader.number();
+  pos = 0;
+  const std::string_view w0 = text_word(line, pos);
+  const std::string_view w1 = text_word(line, pos);
+  const std::string_view w2 = text_word(line, pos);
+  const std::string_view w3 = text_word(line, pos);
+  if (!w3.empty() || !text_parse_int(w0, h.rows) || !text_parse_int(w1, h.cols) ||
+      !text_parse_int(w2, h.declared) || h.rows < 0 || h.cols < 0 || h.declared < 0) {
+    fail("bad size line " + text_quote(line) +
+         ": expected three non-negative integers '<rows> <cols> <entries>'");
   }
-  if (symmetry != detail::mm_symmetry::general && rows != cols) {
-    fail("a " + words[3] + " matrix must be square, but the size line declares " +
-         std::to_string(rows) + " x " + std::to_string(cols));
+  if (h.mirrored() && h.rows != h.cols) {
+    fail("a " + h.symmetry_name + " matrix must be square, but the size line declares " +
+         std::to_string(h.rows) + " x " + std::to_string(h.cols));
   }
-  if (!detail::csr_fits<Index>(rows) || !detail::csr_fits<Index>(cols)) {
-    throw invalid_argument{"'" + name + "' line " + std::to_string(size_line) + ": a " +
-                           std::to_string(rows) + " x " + std::to_string(cols) +
-                           " matrix does not fit the index type " +
-                           detail::csr_index_name<Index>() + "; read it with a wider Index"};
-  }
+  return h;
+}
 
-  // ---- entries ----
-  const bool mirrored = symmetry != detail::mm_symmetry::general;
-  std::vector<coordinate_entry<Value>> entries;
-  // (The declared count is not trusted with memory beyond 2^26 entries up front.)
-  entries.reserve(static_cast<std::size_t>(std::min<std::int64_t>(declared, std::int64_t{1} << 26) *
-                                           (mirrored ? 2 : 1)));
+/// Entries that `bytes_left` bytes of input can hold (each line takes at least 4: "1 1\n"),
+/// times two when mirrored, at most as many as declared: what a reader may reserve.
+[[nodiscard]] inline std::size_t mm_reservable(const mm_header& h,
+                                               std::optional<std::uint64_t> bytes_left) noexcept {
+  if (!bytes_left) return 0;  // a stream of unknown size: grow as entries arrive
+  const std::uint64_t lines =
+      std::min(static_cast<std::uint64_t>(h.declared), *bytes_left / 4 + 1);
+  return static_cast<std::size_t>(lines * (h.mirrored() ? 2 : 1));
+}
+
+/// Reads the entry lines after the size line, checking each against `h`, and calls
+/// add(row, col, value) (0-based) for every entry they stand for: mirrored ones too.
+/// format_error naming the line for anything malformed, too many or too few entries.
+template <std::floating_point Value, class Add>
+void mm_read_entries(line_reader& reader, const std::string& name, const mm_header& h,
+                     Add&& add) {
+  std::string_view line;
+  const auto fail = [&](const std::string& what) { mm_fail(name, reader.number(), what); };
   std::int64_t seen = 0;
   while (reader.next(line)) {
-    if (detail::mm_skippable(line)) continue;
-    if (seen == declared) {
-      fail("too many entries: the size line (line " + std::to_string(size_line) + ") declares " +
-           std::to_string(declared) + ", but more follow");
+    if (mm_skippable(line)) continue;
+    if (seen == h.declared) {
+      fail("too many entries: the size line (line " + std::to_string(h.size_line) +
+           ") declares " + std::to_string(h.declared) + ", but more follow");
     }
-    pos = 0;
-    const std::string_view wi = detail::mm_word(line, pos);
-    const std::string_view wj = detail::mm_word(line, pos);
+    std::size_t pos = 0;
+    const std::string_view wi = text_word(line, pos);
+    const std::string_view wj = text_word(line, pos);
     const std::string_view wv =
-        field == detail::mm_field::pattern ? std::string_view{} : detail::mm_word(line, pos);
-    const std::string_view rest = detail::mm_word(line, pos);
+        h.field == mm_field::pattern ? std::string_view{} : text_word(line, pos);
+    const std::string_view rest = text_word(line, pos);
     const char* const expected =
-        field == detail::mm_field::pattern ? "'<row> <col>'" : "'<row> <col> <value>'";
-    if (wj.empty() || (field != detail::mm_field::pattern && wv.empty()) || !rest.empty()) {
-      fail("bad entry " + detail::mm_quote(line) + ": expected " + expected + " (" + words[2] +
+        h.field == mm_field::pattern ? "'<row> <col>'" : "'<row> <col> <value>'";
+    if (wj.empty() || (h.field != mm_field::pattern && wv.empty()) || !rest.empty()) {
+      fail("bad entry " + text_quote(line) + ": expected " + expected + " (" + h.field_name +
            " field)");
     }
     std::int64_t i = 0, j = 0;
-    if (!detail::mm_parse_int(wi, i)) {
-      fail("cannot parse the row index " + detail::mm_quote(wi) + " as an integer");
+    if (!text_parse_int(wi, i)) {
+      fail("cannot parse the row index " + text_quote(wi) + " as an integer");
     }
-    if (!detail::mm_parse_int(wj, j)) {
-      fail("cannot parse the column index " + detail::mm_quote(wj) + " as an integer");
+    if (!text_parse_int(wj, j)) {
+      fail("cannot parse the column index " + text_quote(wj) + " as an integer");
     }
-    if (i < 1 || i > rows) {
-      fail("row index " + std::to_string(i) + " is out of range 1.." + std::to_string(rows) +
+    if (i < 1 || i > h.rows) {
+      fail("row index " + std::to_string(i) + " is out of range 1.." + std::to_string(h.rows) +
            " (indices are 1-based)");
     }
-    if (j < 1 || j > cols) {
-      fail("column index " + std::to_string(j) + " is out of range 1.." + std::to_string(cols) +
-           " (indices are 1-based)");
+    if (j < 1 || j > h.cols) {
+      fail("column index " + std::to_string(j) + " is out of range 1.." +
+           std::to_string(h.cols) + " (indices are 1-based)");
     }
     Value v{1};
-    if (field == detail::mm_field::real) {
-      switch (detail::mm_parse_real(wv, v)) {
-        case detail::mm_real_status::ok: break;
-        case detail::mm_real_status::not_a_number:
-          fail("cannot parse the value " + detail::mm_quote(wv) + " as a real number");
+    if (h.field == mm_field::real) {
+      switch (mm_parse_real(wv, v)) {
+        case mm_real_status::ok: break;
+        case mm_real_status::not_a_number:
+          fail("cannot parse the value " + text_quote(wv) + " as a real number");
           break;
-        case detail::mm_real_status::too_large:
-          fail("the value " + detail::mm_quote(wv) + " is out of range for the value type");
+        case mm_real_status::too_large:
+          fail("the value " + text_quote(wv) + " is out of range for the value type");
           break;
       }
-    } else if (field == detail::mm_field::integer) {
+    } else if (h.field == mm_field::integer) {
       std::int64_t n = 0;
-      if (!detail::mm_parse_int(wv, n)) {
-        fail("cannot parse the value " + detail::mm_quote(wv) + " as an integer (integer field)");
+      if (!text_parse_int(wv, n)) {
+        fail("cannot parse the value " + text_quote(wv) + " as an integer (integer field)");
       }
       v = static_cast<Value>(n);
     }
-    if (symmetry == detail::mm_symmetry::symmetric && i < j) {
+    if (h.symmetry == mm_symmetry::symmetric && i < j) {
       fail("entry (" + std::to_string(i) + ", " + std::to_string(j) +
            ") lies above the diagonal; a symmetric Matrix Market file stores only the lower "
            "triangle (row >= column)");
     }
-    if (symmetry == detail::mm_symmetry::skew_symmetric && i <= j) {
+    if (h.symmetry == mm_symmetry::skew_symmetric && i <= j) {
       fail("entry (" + std::to_string(i) + ", " + std::to_string(j) + ") lies " +
            (i == j ? "on" : "above") +
            " the diagonal; a skew-symmetric Matrix Market file stores only the strictly lower "
            "triangle (row > column)");
     }
-    entries.push_back({i - 1, j - 1, v});
-    if (mirrored && i != j) {
-      entries.push_back(
-          {j - 1, i - 1, symmetry == detail::mm_symmetry::skew_symmetric ? Value(-v) : v});
+    add(i - 1, j - 1, v);
+    if (h.mirrored() && i != j) {
+      add(j - 1, i - 1, h.symmetry == mm_symmetry::skew_symmetric ? Value(-v) : v);
     }
     ++seen;
   }
-  if (seen < declared) {
+  if (seen < h.declared) {
     fail("too few entries: the input ends after " + std::to_string(seen) +
-         " entries, but the size line (line " + std::to_string(size_line) + ") declares " +
-         std::to_string(declared));
+         " entries, but the size line (line " + std::to_string(h.size_line) + ") declares " +
+         std::to_string(h.declared));
   }
+}
+
+/// Refuses (format_error) `count` rows or vertices (`what`) that the size line declares, at
+/// `bytes_each` bytes each (count + 1 of them: the offsets array has one more), when they pass
+/// `limits` after `input_bytes` bytes of input.
+inline void mm_check_declared(const std::string& name, const mm_header& h, std::uint64_t count,
+                              std::uint64_t bytes_each, const char* what,
+                              std::uint64_t input_bytes, const read_limits& limits) {
+  const std::optional<std::uint64_t> bytes =
+      core::checked_mul<std::uint64_t>(count + 1, bytes_each);  // count < 2^63
+  if (declared_bytes_allowed(bytes, input_bytes, limits)) return;
+  mm_fail(name, h.size_line,
+          "the size line declares " + std::to_string(h.rows) + " x " + std::to_string(h.cols) +
+              ": " + std::to_string(count) + " " + what + " of " + std::to_string(bytes_each) +
+              " bytes, " + declared_bytes_refusal(bytes, input_bytes, limits));
+}
+
+}  // namespace detail
+
+/// Reads a Matrix Market coordinate matrix from `in`; `name` (a file name, say) is what
+/// error messages call the input. Throws format_error (naming the input, the line and the
+/// cause) for malformed or unsupported input, or rows that pass `limits` (see the memory note
+/// above), io_error when the stream fails, and invalid_argument when the dimensions or the
+/// number of entries do not fit Index.
+template <std::floating_point Value = double, class Index = std::int32_t>
+[[nodiscard]] csr_matrix<Value, Index> read_matrix_market(std::istream& in,
+                                                          const std::string& name,
+                                                          const read_limits& limits = {}) {
+  const std::optional<std::uint64_t> bytes_left = detail::bytes_left(in);
+  detail::line_reader reader{in, name, "Matrix Market input"};
+  const detail::mm_header h = detail::mm_read_header(reader, name);
+  if (!detail::csr_fits<Index>(h.rows) || !detail::csr_fits<Index>(h.cols)) {
+    throw invalid_argument{"'" + name + "' line " + std::to_string(h.size_line) + ": a " +
+                           std::to_string(h.rows) + " x " + std::to_string(h.cols) +
+                           " matrix does not fit the index type " +
+                           detail::csr_index_name<Index>() + "; read it with a wider Index"};
+  }
+  std::vector<coordinate_entry<Value>> entries;
+  entries.reserve(detail::mm_reservable(h, bytes_left));
+  detail::mm_read_entries<Value>(reader, name, h, [&](std::int64_t i, std::int64_t j, Value v) {
+    entries.push_back({i, j, v});
+  });
+  // csr_from_coordinates keeps row_ptr and two int64 counters per row.
+  detail::mm_check_declared(name, h, static_cast<std::uint64_t>(h.rows), 16 + sizeof(Index),
+                            "rows", reader.bytes_read(), limits);
   try {
-    return csr_from_coordinates<Value, Index>(rows, cols, std::move(entries));
+    return csr_from_coordinates<Value, Index>(h.rows, h.cols, std::move(entries));
   } catch (const invalid_argument& e) {
     throw invalid_argument{"'" + name + "': " + e.message()};
   }
@@ -375,14 +345,15 @@ template <std::floating_point Value = double, class Index = std::int32_t>
 
 /// Reads a Matrix Market file; see the stream overload. io_error when it cannot be opened.
 template <std::floating_point Value = double, class Index = std::int32_t>
-[[nodiscard]] csr_matrix<Value, Index> read_matrix_market(const std::filesystem::path& path) {
+[[nodiscard]] csr_matrix<Value, Index> read_matrix_market(const std::filesystem::path& path,
+                                                          const read_limits& limits = {}) {
   errno = 0;
   std::ifstream in{path, std::ios::binary};
   if (!in) {
     throw io_error{"cannot open Matrix Market file '" + path.string() +
                    "': " + std::strerror(errno)};
   }
-  return read_matrix_market<Value, Index>(in, path.string());
+  return read_matrix_market<Value, Index>(in, path.string(), limits);
 }
 
 /// Writes `a` as '%%MatrixMarket matrix coordinate real general', one 1-based entry a line,

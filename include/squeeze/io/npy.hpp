@@ -16,6 +16,9 @@
 // and a descr that says so. Structured, object, string, complex, datetime and Fortran-order
 // arrays are refused, as is every malformed file: io_error / format_error name the file and
 // what is wrong. Nothing is read past the sizes checked, and no size computation can overflow.
+// Memory (read_limits.hpp): a file's header and data are compared with its size before they
+// are allocated; a pipe's are read in steps, so one that ends early costs at most twice what
+// it sent.
 #pragma once
 
 #include <algorithm>
@@ -26,19 +29,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
+#include <istream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/io/detail/binary_input.hpp"
 
 namespace squeeze::io {
 
@@ -155,17 +159,22 @@ inline std::string npy_shape_text(std::span<const std::size_t> shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-/// Elements * item_bytes, or nullopt when that does not fit in std::size_t.
+/// Elements * item_bytes, or nullopt when that does not fit in std::size_t. As in NumPy, the
+/// product of the nonzero dimensions must fit even when a zero makes the array empty, so
+/// that npy_array::elements() and row_bytes() never wrap.
 inline std::optional<std::size_t> npy_data_bytes(std::span<const std::size_t> shape,
                                                  std::size_t item_bytes) noexcept {
-  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
-  if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-  std::size_t n = item_bytes;
+  std::optional<std::size_t> n{item_bytes};
+  bool empty = false;
   for (const std::size_t d : shape) {
-    if (d > max / n) return std::nullopt;
-    n *= d;
+    if (d == 0) {
+      empty = true;
+    } else if (n) {
+      n = core::checked_mul<std::size_t>(*n, d);
+    }
   }
-  return n;
+  if (!n) return std::nullopt;
+  return empty ? 0 : *n;
 }
 
 /// The parsed header dict.
@@ -359,28 +368,16 @@ inline void npy_swap_bytes(std::span<std::byte> data, std::size_t item_bytes) no
 
 }  // namespace detail
 
-/// Reads a .npy file (format 1.0, 2.0 or 3.0). Throws io_error when the file cannot be read
-/// and format_error when it is not a well-formed .npy file of a supported dtype.
-inline npy_array read_npy(const std::string& path) {
-  errno = 0;
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f{std::fopen(path.c_str(), "rb"),
-                                                          &std::fclose};
-  if (!f) throw io_error{"cannot open .npy file '" + path + "': " + std::strerror(errno)};
-  // Reads exactly n bytes; false at end of file, io_error on a read error.
-  const auto read_exact = [&](void* dst, std::size_t n) {
-    if (n == 0) return true;
-    if (std::fread(dst, 1, n, f.get()) == n) return true;
-    if (std::ferror(f.get())) throw io_error{"cannot read '" + path + "': " + std::strerror(errno)};
-    return false;
-  };
-  // The size, when the file is a regular one, lets every length be checked before allocating.
-  std::error_code size_error;
-  const std::uintmax_t file_size = std::filesystem::file_size(path, size_error);
-  const bool size_known = !size_error;
+namespace detail {
 
+/// Reads one .npy array from `in`; with `whole`, the array must end the input.
+inline npy_array npy_read(binary_input& in, bool whole) {
+  const std::string& path = in.name();
   unsigned char prefix[12];
-  if (!read_exact(prefix, 8)) throw format_error{"'" + path + "' is too short for a .npy header"};
-  if (std::memcmp(prefix, detail::npy_magic, detail::npy_magic_bytes) != 0) {
+  if (!in.read_exact(prefix, 8)) {
+    throw format_error{"'" + path + "' is too short for a .npy header"};
+  }
+  if (std::memcmp(prefix, npy_magic, npy_magic_bytes) != 0) {
     throw format_error{"'" + path + "' is not a .npy file (bad magic bytes; expected \\x93NUMPY)"};
   }
   const unsigned major = prefix[6], minor = prefix[7];
@@ -389,25 +386,26 @@ inline npy_array read_npy(const std::string& path) {
                        std::to_string(minor) + ", which is not supported (1.0, 2.0, 3.0 are)"};
   }
   const std::size_t length_bytes = major == 1 ? 2 : 4;
-  if (!read_exact(prefix + 8, length_bytes)) {
+  if (!in.read_exact(prefix + 8, length_bytes)) {
     throw format_error{"'" + path + "' is truncated inside its .npy header length"};
   }
-  std::size_t header_bytes = 0;
-  for (std::size_t i = 0; i < length_bytes; ++i)
-    header_bytes |= std::size_t{prefix[8 + i]} << 8 * i;
-  const std::size_t data_offset = 8 + length_bytes + header_bytes;
-  if (size_known && file_size < data_offset) {
-    throw format_error{"'" + path + "' is truncated: its .npy header is " +
-                       std::to_string(header_bytes) + " bytes long but the file has only " +
-                       std::to_string(file_size) + " bytes"};
+  std::uint64_t header_bytes = 0;  // < 2^32
+  for (std::size_t i = 0; i < length_bytes; ++i) {
+    header_bytes |= std::uint64_t{prefix[8 + i]} << 8 * i;
   }
-  std::string header(header_bytes, '\0');
-  if (!read_exact(header.data(), header_bytes)) {
-    throw format_error{"'" + path + "' is truncated inside its .npy header"};
+  if (const std::optional<std::uint64_t> left = in.left(); left && *left < header_bytes) {
+    throw format_error{"'" + path + "' is truncated: its .npy header is " +
+                       std::to_string(header_bytes) + " bytes long but only " +
+                       std::to_string(*left) + " bytes follow its length"};
+  }
+  std::string header;
+  if (!in.read_declared(header, header_bytes)) {
+    throw format_error{"'" + path + "' is truncated inside its .npy header (" +
+                       std::to_string(header_bytes) + " bytes declared)"};
   }
 
-  const detail::npy_header h = detail::npy_header_parser{header, path}.parse();
-  const std::optional<detail::npy_dtype> dtype = detail::parse_npy_descr(h.descr);
+  const npy_header h = npy_header_parser{header, path}.parse();
+  const std::optional<npy_dtype> dtype = parse_npy_descr(h.descr);
   const std::string descr = h.descr_is_string ? "'" + h.descr + "'" : h.descr;
   if (!dtype) {
     throw format_error{"'" + path + "' holds dtype " + descr +
@@ -418,21 +416,22 @@ inline npy_array read_npy(const std::string& path) {
                        "': fortran_order arrays are not supported; save with "
                        "np.ascontiguousarray"};
   }
-  const std::optional<std::size_t> data_bytes = detail::npy_data_bytes(h.shape, dtype->item_bytes);
+  const std::optional<std::size_t> data_bytes = npy_data_bytes(h.shape, dtype->item_bytes);
   if (!data_bytes) {
-    throw format_error{"'" + path + "' has shape " + detail::npy_shape_text(h.shape) +
-                       " of dtype " + descr + ", whose byte count overflows std::size_t"};
+    throw format_error{"'" + path + "' has shape " + npy_shape_text(h.shape) + " of dtype " +
+                       descr + ", whose byte count overflows std::size_t"};
   }
   const std::string described = std::to_string(*data_bytes) + " bytes of data (shape " +
-                                detail::npy_shape_text(h.shape) + ", dtype " + descr + ")";
-  if (size_known && file_size - data_offset < *data_bytes) {
-    throw format_error{"'" + path + "' is truncated: its header describes " + described +
-                       " but only " + std::to_string(file_size - data_offset) + " follow it"};
-  }
-  if (size_known && file_size - data_offset > *data_bytes) {
-    throw format_error{"'" + path + "' is longer than its header describes: " +
-                       std::to_string(file_size - data_offset - *data_bytes) +
-                       " bytes follow the " + described};
+                                npy_shape_text(h.shape) + ", dtype " + descr + ")";
+  if (const std::optional<std::uint64_t> left = in.left()) {
+    if (*left < *data_bytes) {
+      throw format_error{"'" + path + "' is truncated: its header describes " + described +
+                         " but only " + std::to_string(*left) + " follow it"};
+    }
+    if (whole && *left > *data_bytes) {
+      throw format_error{"'" + path + "' is longer than its header describes: " +
+                         std::to_string(*left - *data_bytes) + " bytes follow the " + described};
+    }
   }
 
   npy_array a;
@@ -440,17 +439,43 @@ inline npy_array read_npy(const std::string& path) {
   a.item_bytes = dtype->item_bytes;
   a.descr = dtype->host_descr();
   a.shape = h.shape;
-  a.data.resize(*data_bytes);
-  // (Checked again while reading: the file need not be a regular one, and may change.)
-  if (!read_exact(a.data.data(), a.data.size())) {
+  // (Checked again while reading: the input need not have a known size, and may change.)
+  if (!in.read_declared(a.data, *data_bytes)) {
     throw format_error{"'" + path + "' is truncated: its header describes " + described};
   }
-  if (std::fgetc(f.get()) != EOF) {
+  if (whole && !in.at_end()) {
     throw format_error{"'" + path + "' is longer than its header describes: bytes follow the " +
                        described};
   }
-  if (!dtype->host_order()) detail::npy_swap_bytes(a.data, a.item_bytes);
+  if (!dtype->host_order()) npy_swap_bytes(a.data, a.item_bytes);
   return a;
+}
+
+}  // namespace detail
+
+/// Reads a .npy file (format 1.0, 2.0 or 3.0). Throws io_error when the file cannot be read
+/// and format_error when it is not a well-formed .npy file of a supported dtype, or holds
+/// bytes past the array.
+inline npy_array read_npy(const std::string& path) {
+  const detail::file_ptr f = detail::open_file(path, "rb", ".npy file");
+  detail::binary_input in{f.get(), path};
+  return detail::npy_read(in, true);
+}
+
+/// Reads one .npy array from `f`'s current position and leaves `f` just past it (as
+/// np.load does with an open file), so arrays saved one after another read one by one.
+/// `name` is what messages call the input. A FILE that can seek has its size checked first;
+/// one that cannot (a pipe) is read in steps. Errors as the path overload's.
+inline npy_array read_npy(std::FILE* f, const std::string& name) {
+  SQUEEZE_EXPECTS(f != nullptr, "read_npy('" + name + "'): the FILE is null");
+  detail::binary_input in{f, name};
+  return detail::npy_read(in, false);
+}
+
+/// Reads one .npy array from `in`; see the FILE overload.
+inline npy_array read_npy(std::istream& in, const std::string& name) {
+  detail::binary_input input{in, name};
+  return detail::npy_read(input, false);
 }
 
 /// Reads a .npy file whose dtype must be T's (npy_descr_of<T>(), in either byte order); the
@@ -518,9 +543,7 @@ inline void write_npy(const std::string& path, std::string_view descr,
   prefix.append(header_bytes - dict.size() - 1, ' ');
   prefix += '\n';
 
-  errno = 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f{std::fopen(path.c_str(), "wb"), &std::fclose};
-  if (!f) throw io_error{"cannot create .npy file '" + path + "': " + std::strerror(errno)};
+  detail::file_ptr f = detail::open_file(path, "wb", ".npy file");
   if (std::fwrite(prefix.data(), 1, prefix.size(), f.get()) != prefix.size() ||
       (!data.empty() && std::fwrite(data.data(), 1, data.size(), f.get()) != data.size())) {
     throw io_error{"cannot write '" + path + "': " + std::strerror(errno)};
