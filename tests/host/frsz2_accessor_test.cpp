@@ -7,7 +7,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "common/frsz2_test.hpp"
@@ -355,4 +358,177 @@ TEST(Frsz2Accessor, FloatFiniteDecodeEqualsTheReferenceDecoder) {
   check(frsz2::format<16, float>{}, 7);
   check(frsz2::format<25, float>{}, 4099);
   check(frsz2::format<32, float>{}, 1048573);  // q wider than a float's significand too
+}
+
+namespace {
+
+/// Every read of the accessor gives decode(v)'s bits: access() (and offset()), load_vector,
+/// and tile_reader read by read and by decode_each (v.size a multiple of 128).
+template <class F>
+void expect_every_path_decodes_alike(const frsz2::host_vector<F>& v, const std::string& what) {
+  using T = typename F::float_type;
+  using B = typename F::bits_type;
+  const auto want = frsz2::decode(v);
+  const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), 0};
+  const frsz2::accessor<F, T> acc;
+  for (std::size_t i = 0; i < v.size; ++i) {
+    ASSERT_EQ(std::bit_cast<B>(acc.access(h, i)), std::bit_cast<B>(want[i]))
+        << what << ", access, value " << i;
+    ASSERT_EQ(std::bit_cast<B>(frsz2::decode_at(v, i)), std::bit_cast<B>(want[i]))
+        << what << ", decode_at, value " << i;
+  }
+  for (std::size_t i = 0; i + 4 <= v.size; i += 4) {
+    T got[frsz2::vector_values];
+    acc.load_vector(h, i, got);
+    for (std::size_t c = 0; c < 4; ++c) {
+      ASSERT_EQ(std::bit_cast<B>(got[c]), std::bit_cast<B>(want[i + c]))
+          << what << ", load_vector, value " << i + c;
+    }
+  }
+  using reader_type = frsz2::tile_reader<F, T, 4>;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const reader_type reader{h, lane};
+    for (std::size_t t = 0; (t + 1) * reader_type::tile_values <= v.size; ++t) {
+      const typename reader_type::vector_type raw[1] = {reader.read(t)};
+      T got[4];
+      reader.decode(raw[0], got);
+      reader.decode_each(raw, [&](int, const T(&each)[4]) {
+        for (std::size_t c = 0; c < 4; ++c) {
+          const std::size_t i = t * reader_type::tile_values + 4 * lane + c;
+          ASSERT_EQ(std::bit_cast<B>(got[c]), std::bit_cast<B>(want[i]))
+              << what << ", tile_reader, value " << i;
+          ASSERT_EQ(std::bit_cast<B>(each[c]), std::bit_cast<B>(want[i]))
+              << what << ", tile_reader::decode_each, value " << i;
+        }
+      });
+    }
+  }
+}
+
+/// For exponent words of each flag and every Eb of 12 bits (the middle ones sampled), and
+/// words with reserved bits, a vector of 4 blocks with that word and codes the rules allow
+/// for it (specials, and codes kept below the clamp at the top exponent), and one whose
+/// codes lie above the clamp. validate rejects exactly the words and codes the rules forbid;
+/// every vector it accepts decodes alike on every path. (Before the rules, validate accepted
+/// every word: Eb 2048 and up decoded to garbage, differently by decode_value and the
+/// accessor, and so did codes above the clamp at Eb = 2047.)
+template <class F>
+void check_every_exponent_word() {
+  using B = typename F::bits_type;
+  constexpr std::size_t n = 128;
+  constexpr std::uint32_t top = F::exponent_all_ones;
+  std::mt19937_64 rng{static_cast<std::uint64_t>(F::bits)};
+  std::vector<B> random_codes(n);
+  for (auto& c : random_codes) c = static_cast<B>(rng() & ((F::sign_bit << 1) - 1));
+  const B specials[] = {0, F::sign_bit, F::q_max, F::sign_bit | F::q_max, F::q_top,
+                        F::sign_bit | F::q_top, 1, B(F::sign_bit | 1)};
+  std::vector<std::uint16_t> words;
+  for (std::uint32_t w = 0; w < 0x1000; ++w) {
+    // (middle exponents sampled: they take the same paths as their neighbours)
+    if (w >= 40 && (w + 40 < top || w > top + 40) && w % 31 != 0) continue;
+    words.push_back(static_cast<std::uint16_t>(w));
+    words.push_back(static_cast<std::uint16_t>(w | F::nonfinite_flag));
+  }
+  for (std::uint32_t r = 1; r < 8; ++r) {
+    for (const std::uint32_t w : {0u, 1u, 40u, top - 1, top, 0x8000u | 40u}) {
+      words.push_back(static_cast<std::uint16_t>(w | r << 12));
+    }
+  }
+  for (const std::uint16_t w : words) {
+    const std::uint32_t eb = w & F::exponent_field;
+    const bool flagged = (w & F::nonfinite_flag) != 0;
+    const bool word_ok = (w & 0x7000) == 0 && eb <= top;
+    for (const bool above_clamp : {false, true}) {
+      frsz2::host_vector<F> v;
+      v.size = n;
+      v.payload.assign(F::payload_words(n), 0u);
+      v.exponents.assign(F::blocks(n), w);
+      bool codes_ok = true;  // rule 3
+      for (std::size_t i = 0; i < n; ++i) {
+        B code = i % 16 < std::size(specials) ? specials[i % 16] : random_codes[i];
+        B q = code & F::q_max;
+        if (above_clamp && i % 5 == 2) {
+          q = F::q_top + 1 + (q % (F::q_max - F::q_top));  // in (q_top, q_max]
+        } else if (eb == top && q > F::q_top && !(flagged && q == F::q_max)) {
+          q &= F::q_top;
+        }
+        code = static_cast<B>((code & F::sign_bit) | q);
+        if (eb == top && q > F::q_top && !(flagged && q == F::q_max)) codes_ok = false;
+        frsz2::deposit_code<F>(v.payload.data() + i / F::block_size * F::words_per_block,
+                               static_cast<std::uint32_t>(i % F::block_size), code);
+      }
+      const std::string what = std::string{frsz2::storage_traits<F>::name()} + " word " +
+                               std::to_string(w) + (above_clamp ? " above the clamp" : "");
+      bool accepted = true;
+      try {
+        frsz2::validate(v);
+      } catch (const squeeze::format_error&) {
+        accepted = false;
+      }
+      ASSERT_EQ(accepted, word_ok && codes_ok) << what;
+      if (accepted) {
+        expect_every_path_decodes_alike(v, what);
+        if (::testing::Test::HasFatalFailure()) return;
+      } else {
+        EXPECT_THROW(frsz2::decode(v), squeeze::format_error) << what;
+        EXPECT_THROW(frsz2::decode_at(v, 0), squeeze::format_error) << what;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Frsz2Accessor, EveryExponentWordValidateAcceptsDecodesAlike) {
+  check_every_exponent_word<frsz2::format<2>>();
+  check_every_exponent_word<frsz2::format<3>>();
+  check_every_exponent_word<frsz2::format<8>>();
+  check_every_exponent_word<frsz2::format<16>>();
+  check_every_exponent_word<frsz2::format<21>>();
+  check_every_exponent_word<frsz2::format<32>>();
+  check_every_exponent_word<frsz2::format<40>>();
+  check_every_exponent_word<frsz2::format<64>>();
+  check_every_exponent_word<frsz2::format<8, float>>();
+  check_every_exponent_word<frsz2::format<21, float>>();
+  check_every_exponent_word<frsz2::format<32, float>>();
+}
+
+// At the top exponent every code the rules allow decodes alike (the fp64 per-code decoder
+// scales in floating point; decode_value builds the IEEE bits), for every code of l = 8 and
+// l = 16 and both flags: finite below 2^(l-2), the infinity code infinite, the NaN code the
+// canonical NaN. The codes the rules forbid there decoded differently: q > 2^(l-2) gave +-inf
+// from the accessor and a NaN from decode_value.
+TEST(Frsz2Accessor, TopExponentCodesDecodeAlike) {
+  auto check = [](auto format) {
+    using F = decltype(format);
+    for (const std::uint16_t w : {std::uint16_t{2047}, std::uint16_t{0x87ff}}) {
+      const bool flagged = (w & F::nonfinite_flag) != 0;
+      for (std::uint32_t code = 0; code < (1u << F::bits); ++code) {
+        const std::uint32_t q = code & static_cast<std::uint32_t>(F::q_max);
+        const bool allowed = q <= F::q_top || (flagged && q == F::q_max);
+        const std::vector<std::uint32_t> block = [&] {
+          std::vector<std::uint32_t> b(F::words_per_block, 0u);
+          frsz2::deposit_code<F>(b.data(), 3, code);
+          return b;
+        }();
+        ASSERT_EQ(frsz2::check_block<F>(w, block.data(), 32) == frsz2::block_fault::none, allowed)
+            << code;
+        if (!allowed) continue;
+        const double want = frsz2::decode_value<F>(code, w);
+        const double got = frsz2::detail::decode_code<F>(code, w);
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want))
+            << "l = " << F::bits << ", word " << w << ", code " << code;
+        if (flagged && q == F::q_max) {
+          ASSERT_TRUE(std::isinf(want));
+        } else if (flagged && q == 0 && code != 0) {
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(want), 0x7ff8000000000000ull);
+        } else {
+          ASSERT_TRUE(std::isfinite(want)) << code;
+        }
+      }
+    }
+  };
+  check(frsz2::format<2>{});
+  check(frsz2::format<8>{});
+  check(frsz2::format<16>{});
 }

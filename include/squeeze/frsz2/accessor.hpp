@@ -17,6 +17,9 @@
 //
 // FRSZ2 access decodes one value from its block's exponent and the one to three payload
 // words that hold its code (32-bit index arithmetic inside the block, count-leading-zeros).
+// Reads check nothing: on a vector that keeps the rules of frsz2/format.hpp (validate checks
+// them on the host) every read equals decode_value bit for bit; on other words the result
+// is unspecified (but reads stay inside the blocks that hold the values read).
 // For fp64 values and l <= 32 the double is built from 32-bit integer operations.
 //
 // load_vector decodes fp64 codes of at most 32 bits in about five instructions a value: the

@@ -6,7 +6,9 @@
 //
 //   exponents: [n_blocks] uint16, stored apart from the payload
 //     bit 15      nonfinite flag: the block holds an infinity or a NaN (see below)
-//     bits 0..11  Eb, the block's biased exponent (IEEE bias: 1023 for fp64, 127 for fp32)
+//     bits 12..14 reserved: 0
+//     bits 0..11  Eb, the block's biased exponent (IEEE bias: 1023 for fp64, 127 for fp32),
+//                 at most the all-ones exponent (2047 for fp64, 255 for fp32)
 //   payload:   [n_blocks, words_per_block] uint32, words_per_block = ceil(BS * l / 32)
 //     code k of a block occupies bits [k*l, k*l + l) of the block's words, LSB-first, so a
 //     code straddles two words (three for l > 32 and fp64) when l does not divide 32:
@@ -49,18 +51,52 @@
 //     keep their sign and q (a zero there decodes as +0). At l = 2 a nonfinite block keeps
 //     only its infinities and NaNs; its finite values decode as +0.
 //   * Near the top of the range (Eb = 2047 for fp64, 255 for fp32) codes are clamped so a
-//     finite value never decodes to infinity; the bounds above do not hold there.
+//     finite value never decodes to infinity: a finite code there has q < 2^(l-2) (the
+//     infinity code of a nonfinite block keeps q = 2^(l-1) - 1); the bounds above do not
+//     hold there.
+//
+// Rules of a stored vector (validate checks them and rejects what breaks them with a
+// squeeze::format_error; decode and decode_at check what they read). The encoder never
+// writes words that break them, and the decoders would not agree on such words (the
+// accessor's fast paths scale in floating point, decode_value builds IEEE bits), so they
+// are malformed rather than given a meaning:
+//   1. n <= max_size (the most values a decoded vector can hold), the payload holds
+//      exactly payload_words(n) words and the exponents blocks(n) words. Every count is
+//      exact for such n; for a size from outside, checked_payload_words / checked_bytes.
+//   2. An exponent word has bits 12..14 clear and Eb <= 2047 (fp64) or 255 (fp32): larger
+//      Eb would overflow the IEEE exponent (decoders disagree: huge values, wrong signs).
+//   3. At Eb = 2047 (fp64) or 255 (fp32), every code of a value the vector holds is either
+//      finite with q < 2^(l-2), or the infinity code of a nonfinite block (q = 2^(l-1)-1).
+//      (A finite q >= 2^(l-2) there lies past the largest finite value: decode_value made
+//      it a NaN, the accessor +-inf.) Codes past n in the last block, and the bits after a
+//      block's last code, are not read by decode and are not checked (the encoder writes 0).
+// Every block these rules accept decodes to the same bits on every path: decode_value,
+// decode, decode_at, the accessor's access(), load_vector and tile_reader (accessor.hpp),
+// the warp decoder (compress.cuh). NaN is always the quiet NaN with a clear sign and the
+// top fraction bit alone (0x7ff8000000000000 for fp64, 0x7fc00000 for fp32): payloads are
+// not kept, and the bits match on every path (before any conversion to another type).
+//
+// Decoded values re-encode exactly: encode(decode(v)), with either rounding mode, decodes
+// to decode(v) bit for bit in every block with Eb >= 1 without the nonfinite flag, and in
+// every nonfinite block with Eb >= 2 whose finite codes all have q < 2^(l-2). (The encoder
+// gives a block its values' largest exponent, counting subnormals as 1, plus one when the
+// block is nonfinite: a block outside these cases re-encodes with a coarser Eb and may lose
+// a last bit.)
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "squeeze/core/bits.hpp"
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/error.hpp"
 
@@ -113,21 +149,53 @@ struct format {
   static constexpr int bias = ieee<Float>::bias;
   static constexpr std::uint32_t exponent_all_ones = ieee<Float>::exponent_all_ones;
   static constexpr std::uint16_t nonfinite_flag = 0x8000;
+  static constexpr std::uint16_t reserved_bits = 0x7000;  ///< bits 12..14: must be 0
   static constexpr std::uint16_t exponent_field = 0x0fff;
   static constexpr bits_type q_max = (bits_type{1} << (Bits - 1)) - 1;  ///< largest magnitude
   static constexpr bits_type sign_bit = bits_type{1} << (Bits - 1);
+  /// The largest q of a finite code at Eb = exponent_all_ones: 2^(l-2) - 1.
+  static constexpr bits_type q_top = (bits_type{1} << (Bits - 2)) - 1;
+  /// The most values a vector may hold: the most a decoded std::vector<Float> can hold
+  /// (PTRDIFF_MAX / sizeof(Float)). blocks, payload_words and bytes are exact (never wrap)
+  /// for n <= max_size; validate refuses larger sizes.
+  static constexpr std::size_t max_size =
+      static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) / sizeof(Float);
+  // bytes(max_size) = blocks * (4 words_per_block + 2) fits, so no count of n <= max_size
+  // wraps (true of every format: at most 10 bytes a value).
+  static_assert(max_size / BlockSize + 1 <=
+                    std::numeric_limits<std::size_t>::max() / (4 * words_per_block + 2),
+                "frsz2::format: the counts of max_size values must fit in size_t");
 
-  /// Blocks that hold n values.
+  /// Blocks that hold n values; n <= max_size (else checked_payload_words). (Kept as the
+  /// device code had it: device callers size arrays that exist.)
   SQUEEZE_HOST_DEVICE static constexpr std::size_t blocks(std::size_t n) noexcept {
     return (n + BlockSize - 1) / BlockSize;
   }
-  /// Payload words for n values (whole blocks).
+  /// Payload words for n values (whole blocks); n <= max_size (else checked_payload_words).
   SQUEEZE_HOST_DEVICE static constexpr std::size_t payload_words(std::size_t n) noexcept {
     return blocks(n) * words_per_block;
   }
-  /// Bytes of payload and exponents for n values.
+  /// Bytes of payload and exponents for n values; n <= max_size (else checked_bytes).
   SQUEEZE_HOST_DEVICE static constexpr std::size_t bytes(std::size_t n) noexcept {
     return payload_words(n) * 4 + blocks(n) * 2;
+  }
+  /// payload_words(n) for any n (a size from outside), or nothing when it does not fit.
+  /// (Host only, like core/checked.hpp under nvcc without --expt-relaxed-constexpr.)
+  static constexpr std::optional<std::size_t> checked_payload_words(std::size_t n) noexcept {
+    return core::checked_mul<std::size_t>(exact_blocks(n), std::size_t{words_per_block});
+  }
+  /// bytes(n) for any n (a size from outside), or nothing when it does not fit. (Host only.)
+  static constexpr std::optional<std::size_t> checked_bytes(std::size_t n) noexcept {
+    const std::optional<std::size_t> words = checked_payload_words(n);
+    if (!words) return std::nullopt;
+    const std::optional<std::size_t> payload = core::checked_mul<std::size_t>(*words, 4);
+    const std::optional<std::size_t> exponents = core::checked_mul<std::size_t>(exact_blocks(n), 2);
+    if (!payload || !exponents) return std::nullopt;
+    return core::checked_add<std::size_t>(*payload, *exponents);
+  }
+  /// blocks(n) for any n (it does not wrap near 2^64).
+  static constexpr std::size_t exact_blocks(std::size_t n) noexcept {
+    return n / BlockSize + (n % BlockSize != 0 ? 1 : 0);
   }
 };
 
@@ -318,6 +386,33 @@ SQUEEZE_HOST_DEVICE constexpr typename F::float_type decode_value(typename F::bi
   return core::bit_cast<T>(sign | frac);
 }
 
+/// What breaks the rules of a stored vector (file comment) in one block.
+enum class block_fault : std::uint8_t {
+  none,            ///< the block keeps the rules
+  reserved_bits,   ///< rule 2: bits 12..14 of the exponent word are set
+  exponent_range,  ///< rule 2: Eb above exponent_all_ones
+  top_code,        ///< rule 3: at Eb = exponent_all_ones, a finite code with q >= 2^(l-2)
+};
+
+/// Checks rules 2 and 3 for a block of exponent word w whose codes start at `words`, for
+/// its first `count` codes (the values the vector holds, at most BlockSize). Reads the
+/// block's words only when Eb = exponent_all_ones.
+template <format_like F>
+SQUEEZE_HOST_DEVICE constexpr block_fault check_block(std::uint16_t w, const std::uint32_t* words,
+                                                      int count) noexcept {
+  if ((w & F::reserved_bits) != 0) return block_fault::reserved_bits;
+  const std::uint32_t eb = w & F::exponent_field;
+  if (eb > F::exponent_all_ones) return block_fault::exponent_range;
+  if (eb == F::exponent_all_ones) {
+    const bool nonfinite = (w & F::nonfinite_flag) != 0;
+    for (int k = 0; k < count; ++k) {
+      const typename F::bits_type q = read_code<F>(words, static_cast<std::uint32_t>(k)) & F::q_max;
+      if (q > F::q_top && !(nonfinite && q == F::q_max)) return block_fault::top_code;
+    }
+  }
+  return block_fault::none;
+}
+
 /// An FRSZ2-compressed vector on the host: the reference encoder's output.
 template <format_like F>
 struct host_vector {
@@ -330,6 +425,7 @@ struct host_vector {
 template <format_like F>
 host_vector<F> encode(std::span<const typename F::float_type> x,
                       rounding mode = rounding::nearest) {
+  // x exists, so x.size() <= max_size and every count below is exact.
   host_vector<F> out;
   out.size = x.size();
   out.payload.assign(F::payload_words(x.size()), 0u);
@@ -343,18 +439,20 @@ host_vector<F> encode(std::span<const typename F::float_type> x,
   return out;
 }
 
-/// Value i of a host vector (random access).
-template <format_like F>
-typename F::float_type decode_at(const host_vector<F>& v, std::size_t i) {
-  const std::size_t b = i / F::block_size;
-  return decode_value<F>(read_code<F>(v.payload.data() + b * F::words_per_block,
-                                      static_cast<std::uint32_t>(i % F::block_size)),
-                         v.exponents[b]);
-}
+namespace detail {
 
-/// Throws squeeze::format_error unless v's arrays have the sizes its value count calls for.
+inline std::string fp_name(bool fp64) { return fp64 ? "fp64" : "fp32"; }
+
+/// Rule 1: throws squeeze::format_error unless v.size <= max_size and v's arrays have the
+/// sizes it calls for (the counts compared are exact: format's static_assert on max_size).
 template <format_like F>
-void validate(const host_vector<F>& v) {
+void validate_sizes(const host_vector<F>& v) {
+  constexpr bool fp64 = std::is_same_v<typename F::float_type, double>;
+  if (v.size > F::max_size) {
+    throw format_error{"frsz2: a vector of " + std::to_string(v.size) +
+                       " values cannot exist: a decoded vector holds at most " +
+                       std::to_string(F::max_size) + " " + fp_name(fp64) + " values"};
+  }
   if (v.payload.size() != F::payload_words(v.size) || v.exponents.size() != F::blocks(v.size)) {
     throw format_error{"frsz2: a vector of " + std::to_string(v.size) + " values needs " +
                        std::to_string(F::payload_words(v.size)) + " payload words and " +
@@ -364,12 +462,75 @@ void validate(const host_vector<F>& v) {
   }
 }
 
-/// Host reference decoder.
+/// Rules 2 and 3 for block b of a vector whose sizes validate_sizes accepted.
+template <format_like F>
+void validate_block(const host_vector<F>& v, std::size_t b) {
+  const std::size_t first = b * F::block_size;
+  const int count = static_cast<int>(std::min<std::size_t>(F::block_size, v.size - first));
+  const std::uint16_t w = v.exponents[b];
+  const block_fault fault = check_block<F>(w, v.payload.data() + b * F::words_per_block, count);
+  if (fault == block_fault::none) return;
+  constexpr bool fp64 = std::is_same_v<typename F::float_type, double>;
+  char word[8];
+  std::snprintf(word, sizeof word, "0x%04x", static_cast<unsigned>(w));
+  std::string what = "frsz2: block " + std::to_string(b) + " has the exponent word " + word;
+  const std::string top = std::to_string(F::exponent_all_ones);
+  switch (fault) {
+    case block_fault::reserved_bits:
+      what += ", whose reserved bits 12..14 are set";
+      break;
+    case block_fault::exponent_range:
+      what += ": Eb " + std::to_string(w & F::exponent_field) + " is above " + top +
+              ", the largest exponent of " + fp_name(fp64);
+      break;
+    default:
+      what += " (Eb " + top + ", the top) and a finite code of magnitude 2^" +
+              std::to_string(F::bits - 2) + " or more, past the largest finite value";
+      break;
+  }
+  throw format_error{what};
+}
+
+/// Value i of a vector: no checks (decode and decode_at make them).
+template <format_like F>
+typename F::float_type value_at(const host_vector<F>& v, std::size_t i) noexcept {
+  const std::size_t b = i / F::block_size;
+  return decode_value<F>(read_code<F>(v.payload.data() + b * F::words_per_block,
+                                      static_cast<std::uint32_t>(i % F::block_size)),
+                         v.exponents[b]);
+}
+
+}  // namespace detail
+
+/// Throws squeeze::format_error unless v keeps the rules of a stored vector (file comment):
+/// its arrays have the sizes its value count calls for, and every block's exponent word and
+/// codes are ones the format allows.
+template <format_like F>
+void validate(const host_vector<F>& v) {
+  detail::validate_sizes(v);
+  for (std::size_t b = 0; b < v.exponents.size(); ++b) detail::validate_block(v, b);
+}
+
+/// Value i of a host vector (random access). Checks what value i needs, so it never reads
+/// outside v's arrays: their sizes and value i's block (squeeze::format_error, as validate),
+/// and i < v.size (squeeze::invalid_argument).
+template <format_like F>
+typename F::float_type decode_at(const host_vector<F>& v, std::size_t i) {
+  detail::validate_sizes(v);
+  if (i >= v.size) {
+    throw invalid_argument{"frsz2::decode_at: value " + std::to_string(i) +
+                           " of a vector of " + std::to_string(v.size)};
+  }
+  detail::validate_block(v, i / F::block_size);
+  return detail::value_at(v, i);
+}
+
+/// Host reference decoder. Throws squeeze::format_error where validate does.
 template <format_like F>
 std::vector<typename F::float_type> decode(const host_vector<F>& v) {
   validate(v);
-  std::vector<typename F::float_type> out(v.size);
-  for (std::size_t i = 0; i < v.size; ++i) out[i] = decode_at(v, i);
+  std::vector<typename F::float_type> out(v.size);  // v.size <= max_size
+  for (std::size_t i = 0; i < v.size; ++i) out[i] = detail::value_at(v, i);
   return out;
 }
 
