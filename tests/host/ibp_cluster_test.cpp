@@ -124,7 +124,7 @@ TEST(IbpCluster, IdBitsAndPackingRoundTripAcrossWordBoundaries) {
     const ibp::cluster_ref ref = cs.ref();
     for (std::size_t r = 0; r < rows; ++r) {
       ASSERT_EQ(cs.cluster_of(r), ids[r]) << "k=" << k << " row " << r;
-      ASSERT_EQ(ref.cluster_of(r), ids[r]) << "k=" << k << " row " << r;
+      ASSERT_EQ(ref.unchecked_cluster_of(r), ids[r]) << "k=" << k << " row " << r;
       // The layout itself: bit i of row r's id is bit r·id_bits + i of the word array.
       for (std::uint32_t i = 0; i < bits[t]; ++i) {
         const std::uint64_t at = r * bits[t] + i;
@@ -449,4 +449,90 @@ TEST(IbpCluster, MalformedInputThrowsWithTheReason) {
                squeeze::invalid_argument);
   EXPECT_THROW(ibp::make_cluster_set(std::vector<ibp::codebook>{}, std::vector<std::uint32_t>{}),
                squeeze::invalid_argument);
+}
+
+// ---- robustness: sizes from a cluster set's fields never wrap; accessors check ----------
+
+// ceil(rows · id_bits / 32) without forming rows · id_bits.
+static_assert(ibp::cluster_id_words(std::uint64_t{1} << 63, 2) == std::uint64_t{1} << 59);
+static_assert(ibp::cluster_id_words(~std::uint64_t{0}, 32) == ~std::uint64_t{0});
+static_assert(ibp::cluster_id_words(1003, 10) == (1003 * 10 + 31) / 32);
+
+TEST(IbpCluster, RowsTimesIdBitsThatWrapAreRefused) {
+  // k = 3: 2-bit ids, and not a power of two, so validate reads every row's id. With
+  // rows = 2^63, rows x id_bits = 2^64 wrapped to 0 id words: the empty id array "matched"
+  // and validate read ids[0] of it.
+  std::mt19937_64 rng{0x3A9};
+  const std::vector<ibp::codebook> books{random_codebook(8, 4, rng), random_codebook(8, 4, rng),
+                                         random_codebook(8, 4, rng)};
+  ibp::cluster_set cs = ibp::make_cluster_set(books, std::vector<std::uint32_t>{});
+  ASSERT_EQ(cs.id_bits, 2u);
+  for (const std::uint64_t rows : {std::uint64_t{1} << 63, (std::uint64_t{1} << 63) + 16,
+                                   ~std::uint64_t{0}, std::uint64_t{1} << 62}) {
+    cs.rows = rows;
+    EXPECT_THROW(ibp::validate(cs), squeeze::format_error) << rows;
+    EXPECT_THROW((void)cs.cluster_of(0), squeeze::format_error) << rows;
+  }
+  // And a compressed set of one row with such ids is refused, not read.
+  ibp::compressed_set set;
+  set.rows = 1;
+  set.offsets = {0, 8};
+  set.data.resize(8);
+  set.raw = {1};
+  cs.rows = std::uint64_t{1} << 63;
+  std::vector<std::byte> out(8);
+  EXPECT_THROW(ibp::decompress(set, cs, out), squeeze::format_error);
+  EXPECT_THROW((void)ibp::measure_savings(set, cs), squeeze::format_error);
+}
+
+TEST(IbpCluster, AccessorsCheckTheRowAndTheCluster) {
+  std::mt19937_64 rng{0xACC5};
+  const std::size_t rows = 70;
+  std::vector<std::uint32_t> ids(rows);
+  for (auto& id : ids) id = static_cast<std::uint32_t>(rng() % 5);
+  std::vector<ibp::codebook> books;
+  for (int c = 0; c < 5; ++c) books.push_back(random_codebook(6, 2, rng));
+  const ibp::cluster_set good = ibp::make_cluster_set(books, ids);
+  EXPECT_EQ(good.cluster_of(rows - 1), ids.back());
+  EXPECT_EQ(good.book(4).mask, good.masks.data() + 4 * 6);
+  EXPECT_THROW((void)good.cluster_of(rows), squeeze::invalid_argument);
+  EXPECT_THROW((void)good.cluster_of(~std::uint64_t{0}), squeeze::invalid_argument);
+  EXPECT_THROW((void)good.book(5), squeeze::invalid_argument);
+  EXPECT_THROW((void)good.book(~0u), squeeze::invalid_argument);
+  auto bad = good;
+  bad.ids.pop_back();  // the last rows' ids are gone
+  EXPECT_THROW((void)bad.cluster_of(rows - 1), squeeze::format_error);
+  EXPECT_EQ(bad.cluster_of(0), ids[0]);  // the ids still there read as before
+  bad = good;
+  bad.masks.resize(4 * 6);  // codebook 4 is gone
+  EXPECT_THROW((void)bad.book(4), squeeze::format_error);
+  EXPECT_NO_THROW((void)bad.book(3));
+  bad = good;
+  bad.id_bits = 40;
+  EXPECT_THROW((void)bad.cluster_of(0), squeeze::format_error);
+}
+
+TEST(IbpCluster, ValidateAndDecompressRowAgreeWithDecompress) {
+  std::mt19937_64 rng{0xD15};
+  const std::size_t rows = 60;
+  const std::uint32_t l = 20;
+  const grouped_data d = make_groups(rows, l, 3, rng);
+  ibp::cluster_options opt;
+  opt.clusters = 3;
+  const ibp::cluster_set cs = ibp::make_clusters(d.bytes, rows, l, 4, opt);
+  for (const ibp::layout kind : {ibp::layout::in_place, ibp::layout::condensed}) {
+    const auto set = ibp::compress(d.bytes, rows, cs, kind);
+    ibp::validate(set, cs);
+    std::vector<std::byte> row(l);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      ibp::decompress_row(set, cs, r, row);
+      ASSERT_TRUE(
+          std::equal(row.begin(), row.end(), d.bytes.begin() + static_cast<std::ptrdiff_t>(r * l)))
+          << "row " << r;
+    }
+    EXPECT_THROW(ibp::decompress_row(set, cs, rows, row), squeeze::invalid_argument);
+    auto cut = set;
+    cut.rows = rows - 1;
+    EXPECT_THROW(ibp::validate(cut, cs), squeeze::format_error);
+  }
 }

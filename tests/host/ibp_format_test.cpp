@@ -314,3 +314,162 @@ TEST(IbpFormat, CodebookRuleMatchesThePaper) {
   EXPECT_EQ(static_cast<unsigned>(cb.bitval[0]), 0b1000'0001u);
   EXPECT_THROW(ibp::make_codebook(counts, 5, 6, 1), squeeze::invalid_argument);
 }
+
+// ---- robustness: accessors check what they read; sizes from a set's fields never wrap ----
+
+TEST(IbpFormat, CodebookViewChunksPastTheLastAreEmpty) {
+  // L = 5, C = 4: chunks of 4 and 1 bytes; chunk 2 and beyond read nothing.
+  const std::array<std::byte, 5> mask{std::byte{0xFF}, std::byte{0xFF}, std::byte{0xFF},
+                                      std::byte{0xFF}, std::byte{0x0F}};
+  const std::array<std::byte, 5> bitval{};
+  const ibp::codebook_ref cb{mask.data(), bitval.data(), 5, 4};
+  EXPECT_EQ(cb.chunks(), 2u);
+  EXPECT_EQ(cb.chunk_len(1), 1u);
+  for (const std::uint32_t i : {2u, 3u, 0x4000'0000u, 0xFFFF'FFFFu}) {
+    EXPECT_EQ(cb.chunk_len(i), 0u) << i;
+    EXPECT_EQ(cb.chunk_mask(i), 0u) << i;
+    EXPECT_EQ(cb.chunk_bitval(i), 0u) << i;
+    EXPECT_EQ(cb.free_bits(i), 0u) << i;
+  }
+  // K for the longest rows does not wrap in 32 bits.
+  const ibp::codebook_ref longest{nullptr, nullptr, 0xFFFF'FFFFu, 8};
+  EXPECT_EQ(longest.chunks(), 0x2000'0000u);
+}
+
+TEST(IbpFormat, AccessorsCheckTheRowIndexAndTheSetsShape) {
+  std::mt19937_64 rng{0xACC};
+  const std::size_t l = 24, rows = 40;
+  const auto data = int32_small(rows, l, rng);
+  const auto cb = ibp::make_codebook(ibp::count_set_bits(data, rows, l), rows, rows - 1, 4);
+  for (const ibp::layout kind : {ibp::layout::in_place, ibp::layout::condensed}) {
+    SCOPED_TRACE(kind == ibp::layout::in_place ? "in place" : "condensed");
+    const auto good = ibp::compress(data, rows, cb, kind);
+    // In range: what they always did.
+    EXPECT_NO_THROW((void)good.is_raw(rows - 1));
+    EXPECT_LE(ibp::stored_row(good, cb, rows - 1).size(), l);
+    // A row index past the end: invalid_argument, never a read past the arrays.
+    for (const std::uint64_t r :
+         {std::uint64_t{rows}, std::uint64_t{rows} + 31, ~std::uint64_t{0}}) {
+      EXPECT_THROW((void)good.is_raw(r), squeeze::invalid_argument) << r;
+      EXPECT_THROW((void)ibp::stored_row(good, cb, r), squeeze::invalid_argument) << r;
+    }
+    // A malformed shape: format_error from the accessors, whatever the row.
+    auto bad = good;
+    bad.raw.pop_back();  // rows 32..39 lose their raw bits
+    EXPECT_THROW((void)bad.is_raw(35), squeeze::format_error);
+    EXPECT_THROW((void)bad.is_raw(0), squeeze::format_error);
+    EXPECT_THROW((void)ibp::stored_row(bad, cb, 0), squeeze::format_error);
+    bad = good;
+    bad.rows = rows + 1;  // one more row than the arrays hold
+    EXPECT_THROW((void)ibp::stored_row(bad, cb, rows), squeeze::format_error);
+    bad = good;
+    if (kind == ibp::layout::in_place) {
+      bad.data.resize(bad.data.size() - 1);  // the last slot is one byte short
+    } else {
+      bad.offsets.resize(rows);  // the last row has no end
+    }
+    EXPECT_THROW((void)ibp::stored_row(bad, cb, rows - 1), squeeze::format_error);
+    bad = good;
+    bad.kind = static_cast<ibp::layout>(7);
+    EXPECT_THROW((void)ibp::stored_row(bad, cb, 0), squeeze::format_error);
+    std::vector<std::byte> out(rows * l);
+    EXPECT_THROW(ibp::decompress(bad, cb, out), squeeze::format_error);
+  }
+}
+
+TEST(IbpFormat, SetsWhoseSizesWrapAreRefused) {
+  const ibp::codebook cb{std::vector<std::byte>(8), std::vector<std::byte>(8), 8, 4};
+  std::vector<std::byte> out(64);
+  // 2^64 - 1 rows: ceil(rows / 32) and rows + 1 wrap to 0, so empty arrays "matched".
+  ibp::compressed_set set;
+  set.kind = ibp::layout::condensed;
+  set.rows = ~std::uint64_t{0};
+  EXPECT_THROW((void)set.is_raw(0), squeeze::format_error);
+  EXPECT_THROW((void)ibp::stored_row(set, cb, 0), squeeze::format_error);
+  try {
+    ibp::validate(set, cb);
+    FAIL() << "a set of 2^64 - 1 rows with no arrays was accepted";
+  } catch (const squeeze::format_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("raw-row bitmask has 0 words"), std::string::npos)
+        << e.what();
+  }
+  // The bitmask right, offsets + 1 wrapping: 2^64 - 1 rows need 2^64 offsets.
+  EXPECT_EQ(ibp::raw_words(~std::uint64_t{0}), std::uint64_t{1} << 59);
+  EXPECT_EQ(ibp::raw_words(33), 2u);
+  // rows x tensor_bytes of an output that wraps: refused before anything is read.
+  set.rows = std::uint64_t{1} << 61;  // x 8 = 2^64 -> 0 bytes of output
+  EXPECT_THROW(ibp::decompress(set, cb, out), squeeze::error);
+  // Bad input to the preprocessing whose product wraps.
+  EXPECT_THROW((void)ibp::count_set_bits(out, std::size_t{1} << 61, 8), squeeze::invalid_argument);
+  EXPECT_THROW((void)ibp::stored_total(out, std::size_t{1} << 61, cb), squeeze::invalid_argument);
+  EXPECT_THROW((void)ibp::compress(out, std::size_t{1} << 61, cb, ibp::layout::condensed),
+               squeeze::invalid_argument);
+}
+
+TEST(IbpFormat, CondensedRowsFollowTheGpuDecodersRules) {
+  // A condensed row holds exactly its stream (the GPU decoder refuses trailing bytes), 1 .. L
+  // bytes, L exactly when its raw bit is set.
+  std::mt19937_64 rng{0x6D0};
+  const std::size_t l = 32, rows = 12;
+  const auto data = int32_small(rows, l, rng);
+  const auto cb = ibp::make_codebook(ibp::count_set_bits(data, rows, l), rows, rows - 1, 4);
+  const auto good = ibp::compress(data, rows, cb, ibp::layout::condensed);
+  std::vector<std::byte> out(rows * l);
+  ASSERT_NO_THROW(ibp::validate(good, cb));
+  std::uint64_t victim = 0;
+  while (good.is_raw(victim)) ++victim;
+  ASSERT_LT(victim, rows);
+  const auto with_row_size = [&](std::uint64_t r, std::int64_t delta) {
+    auto s = good;
+    const auto at = static_cast<std::ptrdiff_t>(s.offsets[r + 1]);
+    if (delta > 0)
+      s.data.insert(s.data.begin() + at, static_cast<std::size_t>(delta), std::byte{0});
+    if (delta < 0) s.data.erase(s.data.begin() + at + delta, s.data.begin() + at);
+    for (std::uint64_t i = r + 1; i <= rows; ++i)
+      s.offsets[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(s.offsets[i]) + delta);
+    return s;
+  };
+  const auto expect_refused = [&](const ibp::compressed_set& s, const std::string& needle) {
+    for (int pass = 0; pass < 2; ++pass) {
+      try {
+        if (pass == 0) ibp::decompress(s, cb, out);
+        if (pass == 1) ibp::validate(s, cb);
+        FAIL() << "accepted, expected: " << needle;
+      } catch (const squeeze::format_error& e) {
+        EXPECT_NE(std::string{e.what()}.find(needle), std::string::npos) << e.what();
+      }
+    }
+  };
+  expect_refused(with_row_size(victim, 1), "stream ends after");
+  const std::uint64_t s = good.offsets[victim + 1] - good.offsets[victim];
+  expect_refused(with_row_size(victim, static_cast<std::int64_t>(l - s)), "raw bit is clear");
+  expect_refused(with_row_size(victim, -static_cast<std::int64_t>(s)), "outside [1, 32]");
+  std::uint64_t raw_row = 0;  // a raw row of L + 1 bytes
+  while (raw_row < rows && !good.is_raw(raw_row)) ++raw_row;
+  if (raw_row < rows) expect_refused(with_row_size(raw_row, 1), "outside [1, 32]");
+}
+
+TEST(IbpFormat, ValidateAndDecompressRowAgreeWithDecompress) {
+  std::mt19937_64 rng{0xD1};
+  const std::size_t l = 19, rows = 50;
+  const auto data = float32_normal(rows, l, rng);
+  for (const std::uint32_t chunk : {1u, 2u, 4u, 8u}) {
+    const auto cb =
+        ibp::sweep_threshold(data, rows, ibp::count_set_bits(data, rows, l), chunk, 4).best;
+    for (const ibp::layout kind : {ibp::layout::in_place, ibp::layout::condensed}) {
+      const auto set = ibp::compress(data, rows, cb, kind);
+      ibp::validate(set, cb);
+      std::vector<std::byte> row(l + 1, std::byte{0xA5});
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ibp::decompress_row(set, cb, r, std::span<std::byte>{row}.first(l));
+        ASSERT_TRUE(std::equal(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(l),
+                               data.begin() + static_cast<std::ptrdiff_t>(r * l)))
+            << "C=" << chunk << " row " << r;
+        ASSERT_EQ(row.back(), std::byte{0xA5});
+      }
+      EXPECT_THROW(ibp::decompress_row(set, cb, rows, row), squeeze::invalid_argument);
+      EXPECT_THROW(ibp::decompress_row(set, cb, 0, std::span<std::byte>{row}.first(l - 1)),
+                   squeeze::invalid_argument);
+    }
+  }
+}

@@ -277,3 +277,104 @@ TEST(IbpWireFormat, RandomCorruptionIsReportedOrDecodes) {
   }
   EXPECT_GT(reported, 0);
 }
+
+// ---- robustness: sizes from a header never wrap; the throwing decoder ----------------------
+
+TEST(IbpWireFormat, HeadersWhoseSizesWrapAreRefused) {
+  // A raw header claiming 2^62 floats: n x 4 wraps to 0, so payload 0 and total 64 "matched".
+  {
+    const std::uint64_t n = std::uint64_t{1} << 62;
+    ibp::wire_header h;
+    h.magic = ibp::wire_magic;
+    h.version = ibp::wire_version;
+    h.value_bytes = 4;
+    h.kind = ibp::wire_raw;
+    h.values = n;
+    h.total_bytes = 64;
+    h.check = ibp::wire_check_word(h);
+    ibp::wire_layout w;
+    EXPECT_EQ(ibp::check_wire_header(h, 64, n, 4, w), wire_fault::values);
+    std::vector<std::byte> m(64);
+    set_header(m, h);
+    std::vector<std::byte> out(16);
+    EXPECT_THROW((void)ibp::wire_decode(m, n, 4, out), squeeze::invalid_argument);
+    EXPECT_THROW((void)ibp::wire_decode_values<float>(m, n), squeeze::format_error);
+  }
+  // A compressed header whose payload offset + payload_bytes wraps to a total of 4096:
+  // n = 2^62 - 1 floats in rows of 4 bytes put the sizes past 2^63.
+  {
+    const std::uint64_t n = (std::uint64_t{1} << 62) - 1;
+    const ibp::wire_layout w = ibp::wire_layout::of(n, 4, 4);
+    ASSERT_GT(w.payload, std::uint64_t{1} << 63);
+    ibp::wire_header h = ibp::make_wire_header(w, 90, 0 - w.payload + 4096);
+    h.total_bytes = 4096;
+    h.check = ibp::wire_check_word(h);
+    ibp::wire_layout got;
+    EXPECT_EQ(ibp::check_wire_header(h, 4096, n, 4, got), wire_fault::payload_bytes);
+  }
+  // A raw header whose 64 + n x V wraps: n x 8 = 2^64 - 8 fits, + 64 does not.
+  {
+    const std::uint64_t n = (std::uint64_t{1} << 61) - 1;
+    ibp::wire_header h = ibp::make_raw_wire_header(n, 8);
+    EXPECT_EQ(h.total_bytes, 56u);  // what the wrapped sum gives
+    ibp::wire_layout w;
+    EXPECT_EQ(ibp::check_wire_header(h, 4096, n, 8, w), wire_fault::payload_bytes);
+  }
+  // Value sizes the format does not have are refused, not divided by.
+  {
+    ibp::wire_header h = ibp::make_wire_header(ibp::wire_layout_for(10, 4), 90, 10);
+    h.value_bytes = h.chunk_bytes = 0;
+    h.check = ibp::wire_check_word(h);
+    ibp::wire_layout w;
+    EXPECT_EQ(ibp::check_wire_header(h, 4096, 10, 0, w), wire_fault::value_bytes);
+  }
+}
+
+TEST(IbpWireFormat, LayoutSizesDoNotWrap) {
+  // The largest message of n values: 2^64 - 1 (no buffer holds it) when it does not fit.
+  constexpr std::uint64_t none = ~std::uint64_t{0};
+  EXPECT_EQ(ibp::wire_max_bytes(std::uint64_t{1} << 62, 4), none);        // n x V wraps
+  EXPECT_EQ(ibp::wire_max_bytes((std::uint64_t{1} << 62) - 1, 4), none);  // + sections wrap
+  EXPECT_EQ(ibp::wire_max_bytes(none, 8), none);
+  const std::uint64_t big = std::uint64_t{1} << 58;  // 2^60 bytes of floats: fits
+  EXPECT_GT(ibp::wire_max_bytes(big, 4), big * 4);
+  EXPECT_FALSE(ibp::wire_data_bytes_fit(std::uint64_t{1} << 62, 4));
+  EXPECT_TRUE(ibp::wire_data_bytes_fit((std::uint64_t{1} << 62) - 1, 4));
+  // The row count of the longest data: rows = ceil(n x V / L) without n x V + L - 1.
+  const ibp::wire_layout w = ibp::wire_layout::of((std::uint64_t{1} << 62) - 1, 4, 512);
+  EXPECT_EQ(w.rows, (std::uint64_t{1} << 55));
+  EXPECT_EQ(w.last_row_bytes, 508u);
+  // Thresholds of huge row counts: rows x percent would wrap.
+  EXPECT_EQ(ibp::wire_threshold(std::uint64_t{1} << 62, 90),
+            (std::uint64_t{1} << 62) / 100 * 90 + (std::uint64_t{1} << 62) % 100 * 90 / 100);
+  EXPECT_LT(ibp::wire_threshold(none, 100), none);
+}
+
+TEST(IbpWireFormat, DecodeValuesThrowsFormatErrorsNamingTheFault) {
+  const std::size_t n = 2000;
+  const auto data = values_of<float>(kind::gradient, n, 21);
+  const auto m = ibp::wire_encode(data, 4);
+  const std::vector<float> got = ibp::wire_decode_values<float>(m, n);
+  ASSERT_EQ(got.size(), n);
+  EXPECT_EQ(std::memcmp(got.data(), data.data(), data.size()), 0);
+  const auto expect_error = [&](std::span<const std::byte> msg, std::uint64_t values,
+                                const std::string& needle) {
+    try {
+      (void)ibp::wire_decode_values<float>(msg, values);
+      FAIL() << "accepted, expected: " << needle;
+    } catch (const squeeze::format_error& e) {
+      EXPECT_NE(std::string{e.what()}.find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(std::span<const std::byte>{m}.first(10), n, "shorter than its 64-byte header");
+  expect_error(std::span<const std::byte>{m}.first(m.size() - 1), n, "more bytes than");
+  expect_error(m, n + 1, "another number of values");
+  // A header claiming far more values than the message holds costs no allocation.
+  expect_error(m, std::uint64_t{1} << 60, "another number of values");
+  EXPECT_THROW((void)ibp::wire_decode_values<double>(m, n / 2), squeeze::format_error);
+  if (header_of(m).kind == ibp::wire_compressed) {
+    auto bad = m;
+    bad[ibp::wire_layout_for(n, 4).raw] ^= std::byte{1};  // row 0's raw bit
+    expect_error(bad, n, "raw-row bit");
+  }
+}

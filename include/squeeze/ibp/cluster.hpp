@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "squeeze/core/bits.hpp"
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/format.hpp"
@@ -57,9 +59,11 @@ constexpr std::uint32_t cluster_id_bits(std::uint64_t clusters) noexcept {
   return bits;
 }
 
-/// 32-bit words that hold `rows` ids of `id_bits` bits each.
+/// 32-bit words that hold `rows` ids of `id_bits` (at most 32) bits each:
+/// ceil(rows · id_bits / 32), computed without forming rows · id_bits, so it never wraps
+/// (it is at most rows).
 constexpr std::uint64_t cluster_id_words(std::uint64_t rows, std::uint32_t id_bits) noexcept {
-  return (rows * id_bits + 31) / 32;
+  return rows / 32 * id_bits + ((rows % 32) * id_bits + 31) / 32;
 }
 
 /// Packs one id per row, id_bits each, LSB-first (the layout cluster_ref::cluster_of reads):
@@ -95,17 +99,59 @@ struct cluster_set {
   [[nodiscard]] cluster_ref ref() const noexcept {
     return {masks.data(), bitvals.data(), ids.data(), clusters, id_bits, tensor_bytes, chunk_bytes};
   }
-  /// Codebook c (c < clusters).
-  [[nodiscard]] codebook_ref book(std::uint32_t c) const noexcept { return ref().book(c); }
-  /// Row r's cluster id as stored (r < rows).
-  [[nodiscard]] std::uint32_t cluster_of(std::uint64_t r) const noexcept {
-    return ref().cluster_of(r);
+  /// Codebook c. Throws invalid_argument unless c < clusters, format_error unless masks
+  /// and bitvals hold codebook c.
+  [[nodiscard]] codebook_ref book(std::uint32_t c) const;
+  /// Row r's cluster id as stored (validate() checks every id against clusters). Throws
+  /// invalid_argument unless r < rows, format_error unless id_bits is at most 32 and the
+  /// id words hold row r's id.
+  [[nodiscard]] std::uint32_t cluster_of(std::uint64_t r) const;
+  /// book and cluster_of without the checks, for loops over a validated set.
+  [[nodiscard]] codebook_ref unchecked_book(std::uint32_t c) const noexcept {
+    return ref().unchecked_book(c);
+  }
+  [[nodiscard]] std::uint32_t unchecked_cluster_of(std::uint64_t r) const noexcept {
+    return ref().unchecked_cluster_of(r);
   }
 };
 
-/// Throws squeeze::invalid_argument / format_error unless the clustered codebook is well
-/// formed: sizes, id width, every row's id below k, no bitval bit outside its mask.
-inline void validate(const cluster_set& cs) {
+inline codebook_ref cluster_set::book(std::uint32_t c) const {
+  if (c >= clusters) {
+    throw invalid_argument{"ibp::cluster_set::book: codebook " + std::to_string(c) +
+                           " of a set of " + std::to_string(clusters) + " clusters"};
+  }
+  const std::uint64_t end = (std::uint64_t{c} + 1) * tensor_bytes;  // < 2^64: both < 2^32
+  if (masks.size() < end || bitvals.size() < end) {
+    throw format_error{"ibp cluster set: masks and bitvals (" + std::to_string(masks.size()) +
+                       " and " + std::to_string(bitvals.size()) + " bytes) end before codebook " +
+                       std::to_string(c) + " of " + std::to_string(tensor_bytes) + " bytes"};
+  }
+  return unchecked_book(c);
+}
+
+inline std::uint32_t cluster_set::cluster_of(std::uint64_t r) const {
+  if (r >= rows) {
+    throw invalid_argument{"ibp::cluster_set::cluster_of: row " + std::to_string(r) +
+                           " of a set of " + std::to_string(rows) + " rows"};
+  }
+  if (id_bits > 32) {
+    throw format_error{"ibp cluster set: id_bits is " + std::to_string(id_bits) + ", more than 32"};
+  }
+  // Row r's id ends in word (r + 1) · id_bits / 32 rounded up, fewer than the ids of all rows.
+  if (ids.size() < cluster_id_words(r + 1, id_bits)) {
+    throw format_error{"ibp cluster set: " + std::to_string(ids.size()) +
+                       " id words end before row " + std::to_string(r) + "'s " +
+                       std::to_string(id_bits) + "-bit id"};
+  }
+  return unchecked_cluster_of(r);
+}
+
+namespace detail {
+
+/// Throws squeeze::invalid_argument / format_error unless the clustered codebook's fields
+/// and array sizes agree (tensor_bytes, chunk_bytes, k, id width, masks, bitvals and id
+/// words; no size computed from them wraps). O(1): what the checked accessors rely on.
+inline void check_cluster_shape(const cluster_set& cs) {
   SQUEEZE_EXPECTS(cs.tensor_bytes > 0, "ibp cluster set: tensor_bytes must be positive");
   SQUEEZE_EXPECTS(
       valid_chunk_bytes(cs.chunk_bytes),
@@ -116,12 +162,18 @@ inline void validate(const cluster_set& cs) {
     throw format_error{"ibp cluster set: id_bits is " + std::to_string(cs.id_bits) + ", but " +
                        std::to_string(cs.clusters) + " clusters need " + std::to_string(bits)};
   }
-  const std::size_t book_bytes = std::size_t{cs.clusters} * cs.tensor_bytes;
+  const std::uint64_t book_bytes = std::uint64_t{cs.clusters} * cs.tensor_bytes;  // < 2^64
   if (cs.masks.size() != book_bytes || cs.bitvals.size() != book_bytes) {
     throw format_error{"ibp cluster set: masks and bitvals must hold clusters x tensor_bytes = " +
                        std::to_string(book_bytes) + " bytes each, got " +
                        std::to_string(cs.masks.size()) + " and " +
                        std::to_string(cs.bitvals.size())};
+  }
+  // rows · id_bits, the bits of the ids, must fit in 64 bits: cluster_of's bit positions
+  // r · id_bits (r < rows) then never wrap.
+  if (!core::checked_mul<std::uint64_t>(cs.rows, cs.id_bits)) {
+    throw format_error{"ibp cluster set: " + std::to_string(cs.rows) + " rows of " +
+                       std::to_string(cs.id_bits) + "-bit ids need more than 2^64 bits"};
   }
   const std::uint64_t words = cluster_id_words(cs.rows, cs.id_bits);
   if (cs.ids.size() != words) {
@@ -129,22 +181,41 @@ inline void validate(const cluster_set& cs) {
                        std::to_string(cs.id_bits) + "-bit ids need " + std::to_string(words) +
                        " id words, got " + std::to_string(cs.ids.size())};
   }
-  for (std::size_t b = 0; b < book_bytes; ++b) {
+}
+
+/// Throws format_error unless codebook c of a set whose shape was checked has no bitval bit
+/// outside its mask.
+inline void check_cluster_book(const cluster_set& cs, std::uint32_t c) {
+  const std::uint64_t at = std::uint64_t{c} * cs.tensor_bytes;
+  for (std::uint64_t b = at; b < at + cs.tensor_bytes; ++b) {
     if ((cs.bitvals[b] & ~cs.masks[b]) != std::byte{0}) {
-      throw format_error{"ibp cluster set: cluster " + std::to_string(b / cs.tensor_bytes) +
-                         "'s bitval has bits outside the mask at byte " +
-                         std::to_string(b % cs.tensor_bytes)};
+      throw format_error{"ibp cluster set: cluster " + std::to_string(c) +
+                         "'s bitval has bits outside the mask at byte " + std::to_string(b - at)};
     }
   }
+}
+
+/// Throws format_error unless row r's id (r < rows of a set whose shape was checked) names
+/// a cluster.
+inline std::uint32_t checked_cluster_id(const cluster_set& cs, std::uint64_t r) {
+  const std::uint32_t id = cs.unchecked_cluster_of(r);
+  if (id >= cs.clusters) {
+    throw format_error{"ibp cluster set: row " + std::to_string(r) + " has cluster id " +
+                       std::to_string(id) + ", but there are only " + std::to_string(cs.clusters) +
+                       " clusters"};
+  }
+  return id;
+}
+
+}  // namespace detail
+
+/// Throws squeeze::invalid_argument / format_error unless the clustered codebook is well
+/// formed: sizes, id width, every row's id below k, no bitval bit outside its mask.
+inline void validate(const cluster_set& cs) {
+  detail::check_cluster_shape(cs);
+  for (std::uint32_t c = 0; c < cs.clusters; ++c) detail::check_cluster_book(cs, c);
   if ((std::uint64_t{1} << cs.id_bits) != cs.clusters) {  // ids can name missing clusters
-    for (std::uint64_t r = 0; r < cs.rows; ++r) {
-      const std::uint32_t id = cs.cluster_of(r);
-      if (id >= cs.clusters) {
-        throw format_error{"ibp cluster set: row " + std::to_string(r) + " has cluster id " +
-                           std::to_string(id) + ", but there are only " +
-                           std::to_string(cs.clusters) + " clusters"};
-      }
-    }
+    for (std::uint64_t r = 0; r < cs.rows; ++r) (void)detail::checked_cluster_id(cs, r);
   }
 }
 
@@ -495,7 +566,8 @@ inline void check_data_set(std::span<const std::byte> data, std::size_t rows,
   SQUEEZE_EXPECTS(opt.clusters >= 1, name + ": needs k >= 1 clusters, got k = 0");
   SQUEEZE_EXPECTS(rows > 0, name + ": needs at least one row");
   SQUEEZE_EXPECTS(tensor_bytes > 0, name + ": tensor_bytes must be positive");
-  SQUEEZE_EXPECTS(data.size() >= rows * std::size_t{tensor_bytes},
+  const auto need = core::checked_mul<std::uint64_t>(rows, tensor_bytes);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
                   name + ": data holds fewer than rows x tensor_bytes bytes");
   SQUEEZE_EXPECTS(opt.sample_rows > 0, name + ": sample_rows must be positive");
   SQUEEZE_EXPECTS(opt.max_iterations >= 0, name + ": max_iterations must not be negative");
@@ -727,7 +799,7 @@ inline cluster_set make_clusters(std::span<const std::byte> data, std::size_t ro
   if (k > 1) {
     const detail::chunk_books books{cs.masks.data(), cs.bitvals.data(), k, tensor_bytes,
                                     chunk_bytes};
-    const std::uint32_t fewest = (cs.book(0).chunks() + 7) / 8;  // participation bits alone
+    const std::uint32_t fewest = (cs.unchecked_book(0).chunks() + 7) / 8;  // participation bits
     for (std::size_t r = 0; r < rows; ++r) {
       books.load(data.data() + r * l, x);
       std::uint32_t best = 0, best_bytes = books.stored(0, x);
@@ -756,8 +828,9 @@ inline compressed_set compress(std::span<const std::byte> data, std::size_t rows
                                        std::to_string(cs.rows) + " rows, asked to compress " +
                                        std::to_string(rows));
   const cluster_ref ref = cs.ref();
-  return detail::compress_rows(data, rows, cs.tensor_bytes, kind,
-                               [ref](std::uint64_t r) { return ref.book(ref.cluster_of(r)); });
+  return detail::compress_rows(data, rows, cs.tensor_bytes, kind, [ref](std::uint64_t r) {
+    return ref.unchecked_book(ref.unchecked_cluster_of(r));
+  });
 }
 
 /// Decompresses the whole set into out ([rows, tensor_bytes]), row r with codebook
@@ -769,8 +842,43 @@ inline void decompress(const compressed_set& set, const cluster_set& cs, std::sp
                        " rows with cluster ids for " + std::to_string(cs.rows) + " rows"};
   }
   const cluster_ref ref = cs.ref();
-  detail::decompress_rows(set, cs.tensor_bytes, out,
-                          [ref](std::uint64_t r) { return ref.book(ref.cluster_of(r)); });
+  detail::decompress_rows(set, cs.tensor_bytes, out, [ref](std::uint64_t r) {
+    return ref.unchecked_book(ref.unchecked_cluster_of(r));
+  });
+}
+
+/// Throws format_error (naming the row) unless the set is well formed for the clustered
+/// codebook (validate(cs), the same row count, and what validate(set, codebook) checks,
+/// row r with codebook cs.cluster_of(r)). Accepts exactly the sets decompress accepts.
+inline void validate(const compressed_set& set, const cluster_set& cs) {
+  validate(cs);
+  if (set.rows != cs.rows) {
+    throw format_error{"ibp: a compressed set of " + std::to_string(set.rows) +
+                       " rows with cluster ids for " + std::to_string(cs.rows) + " rows"};
+  }
+  const cluster_ref ref = cs.ref();
+  detail::validate_rows(set, cs.tensor_bytes, [ref](std::uint64_t r) {
+    return ref.unchecked_book(ref.unchecked_cluster_of(r));
+  });
+}
+
+/// Decompresses row r alone into out[0, tensor_bytes) with codebook cs.cluster_of(r).
+/// Checks what it reads, in O(tensor_bytes): the shapes of cs and the set, r
+/// (invalid_argument unless r < rows), row r's id and its codebook; throws format_error,
+/// naming the row, when they or the row are malformed; writes out only on success.
+inline void decompress_row(const compressed_set& set, const cluster_set& cs, std::uint64_t r,
+                           std::span<std::byte> out) {
+  detail::check_cluster_shape(cs);
+  if (set.rows != cs.rows) {
+    throw format_error{"ibp: a compressed set of " + std::to_string(set.rows) +
+                       " rows with cluster ids for " + std::to_string(cs.rows) + " rows"};
+  }
+  SQUEEZE_EXPECTS(out.size() >= cs.tensor_bytes,
+                  "ibp::decompress_row: output holds fewer than tensor_bytes bytes");
+  (void)cs.cluster_of(r);  // r < rows: invalid_argument otherwise
+  const std::uint32_t id = detail::checked_cluster_id(cs, r);
+  detail::check_cluster_book(cs, id);
+  detail::decode_stored_row(set, r, cs.unchecked_book(id), out.data());
 }
 
 // ---- net savings --------------------------------------------------------------------
@@ -804,11 +912,20 @@ namespace detail {
 
 inline cluster_savings savings_shape(std::uint64_t rows, std::uint64_t tensor_bytes,
                                      std::uint64_t clusters, std::uint64_t id_words) {
+  const auto original = core::checked_mul<std::uint64_t>(rows, tensor_bytes);
+  const auto book = core::checked_mul<std::uint64_t>(clusters, tensor_bytes);
+  const auto books = book ? core::checked_mul<std::uint64_t>(2, *book) : std::nullopt;
+  const auto ids = core::checked_mul<std::uint64_t>(4, id_words);
+  const auto raws = core::checked_mul<std::uint64_t>(4, raw_words(rows));
+  if (!original || !books || !ids || !raws) {
+    throw format_error{"ibp: the savings of " + std::to_string(rows) + " rows of " +
+                       std::to_string(tensor_bytes) + " B do not fit in 64-bit byte counts"};
+  }
   cluster_savings s;
-  s.original_bytes = rows * tensor_bytes;
-  s.codebook_bytes = 2 * clusters * tensor_bytes;
-  s.id_bytes = 4 * id_words;
-  s.raw_bitmask_bytes = 4 * ((rows + 31) / 32);
+  s.original_bytes = *original;
+  s.codebook_bytes = *books;
+  s.id_bytes = *ids;
+  s.raw_bitmask_bytes = *raws;
   return s;
 }
 
@@ -818,11 +935,13 @@ inline cluster_savings savings_shape(std::uint64_t rows, std::uint64_t tensor_by
 inline cluster_savings measure_savings(std::span<const std::byte> data, const cluster_set& cs) {
   validate(cs);
   const std::size_t l = cs.tensor_bytes;
-  SQUEEZE_EXPECTS(data.size() >= cs.rows * l,
+  const auto need = core::checked_mul<std::uint64_t>(cs.rows, l);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
                   "ibp::measure_savings: data holds fewer than rows x tensor_bytes bytes");
   cluster_savings s = detail::savings_shape(cs.rows, l, cs.clusters, cs.ids.size());
   for (std::uint64_t r = 0; r < cs.rows; ++r)
-    s.stored_bytes += stored_bytes(data.data() + r * l, cs.book(cs.cluster_of(r)));
+    s.stored_bytes +=
+        stored_bytes(data.data() + r * l, cs.unchecked_book(cs.unchecked_cluster_of(r)));
   return s;
 }
 
@@ -831,7 +950,8 @@ inline cluster_savings measure_savings(std::span<const std::byte> data, const cl
 inline cluster_savings measure_savings(std::span<const std::byte> data, std::size_t rows,
                                        const codebook& cb) {
   validate(cb);
-  SQUEEZE_EXPECTS(data.size() >= rows * std::size_t{cb.tensor_bytes},
+  const auto need = core::checked_mul<std::uint64_t>(rows, cb.tensor_bytes);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
                   "ibp::measure_savings: data holds fewer than rows x tensor_bytes bytes");
   cluster_savings s = detail::savings_shape(rows, cb.tensor_bytes, 1, 0);
   s.stored_bytes = stored_total(data, rows, cb);
@@ -851,11 +971,12 @@ inline cluster_savings measure_savings(const compressed_set& set, const cluster_
   detail::check_set_shape(set, l);
   for (std::uint64_t r = 0; r < set.rows; ++r) {
     const std::span<const std::byte> in = detail::stored_row(set, l, r);
-    if (set.kind == layout::condensed || set.is_raw(r)) {
-      s.stored_bytes += set.is_raw(r) ? l : in.size();
+    const bool raw = set.unchecked_is_raw(r);  // the shape was checked
+    if (set.kind == layout::condensed || raw) {
+      s.stored_bytes += raw ? l : in.size();
       continue;
     }
-    const codebook_ref cb = cs.book(cs.cluster_of(r));
+    const codebook_ref cb = cs.unchecked_book(cs.unchecked_cluster_of(r));
     std::uint64_t bits = cb.chunks();
     for (std::uint32_t i = 0; i < cb.chunks(); ++i)
       bits += core::read_bits(in.data(), i, 1) != 0 ? cb.free_bits(i) : 8 * cb.chunk_len(i);

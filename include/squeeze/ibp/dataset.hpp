@@ -10,15 +10,31 @@
 //   condensed     data: concatenated stored rows; offsets: [N + 1], row r in
 //                 [offsets[r], offsets[r+1])
 //   both          raw: [ceil(N / 32) words], bit r set when row r is stored raw
+//
+// Rules a compressed set must follow (validate() checks them all; decompress() and every
+// checked accessor refuse a set that breaks the ones they read): the arrays have the sizes
+// above (sizes computed from N and L never wrap: a set whose N · L or N + 1 does not fit in
+// 64 bits is malformed); a condensed row lies inside `data` and holds 1 .. L bytes, L
+// exactly when its raw bit is set, and a compressed one holds exactly its stream's bytes
+// (what the GPU decoder, ibp/decode.cuh, accepts); a compressed row decodes (ibp/format.hpp:
+// no truncation, zero padding bits, shorter than L). In-place slots hold L bytes whatever
+// their rows' stream lengths; bytes past a stream are not read.
+//
+// Accessors: compressed_set::is_raw and ibp::stored_row check the row index and the shape
+// of what they read and throw (invalid_argument for an index past the rows, format_error
+// for a malformed set); the unchecked_ forms are for loops over a set already checked.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/ibp/format.hpp"
 
@@ -60,7 +76,8 @@ inline void validate(const codebook& cb) {
 /// Per bit position, how many of the `rows` rows have it set: [8 · tensor_bytes].
 inline std::vector<std::uint64_t> count_set_bits(std::span<const std::byte> data, std::size_t rows,
                                                  std::uint32_t tensor_bytes) {
-  SQUEEZE_EXPECTS(data.size() >= rows * std::size_t{tensor_bytes},
+  const auto need = core::checked_mul<std::uint64_t>(rows, tensor_bytes);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
                   "ibp::count_set_bits: data holds fewer than rows x tensor_bytes bytes");
   std::vector<std::uint64_t> counts(8 * std::size_t{tensor_bytes}, 0);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -79,6 +96,8 @@ inline codebook make_codebook(std::span<const std::uint64_t> counts, std::uint64
                               std::uint64_t threshold, std::uint32_t chunk_bytes) {
   SQUEEZE_EXPECTS(counts.size() % 8 == 0 && !counts.empty(),
                   "ibp::make_codebook: counts must hold 8 per byte of a row");
+  SQUEEZE_EXPECTS(counts.size() / 8 <= std::numeric_limits<std::uint32_t>::max(),
+                  "ibp::make_codebook: rows longer than 4 GiB");
   SQUEEZE_EXPECTS(valid_chunk_bytes(chunk_bytes),
                   "ibp::make_codebook: chunk_bytes must be 1, 2, 4 or 8");
   SQUEEZE_EXPECTS(threshold <= rows, "ibp::make_codebook: threshold must not exceed the row count");
@@ -107,6 +126,10 @@ inline codebook make_codebook(std::span<const std::uint64_t> counts, std::uint64
 /// Total stored bytes of the rows under a codebook (raw rows count L).
 inline std::uint64_t stored_total(std::span<const std::byte> data, std::size_t rows,
                                   const codebook& cb) {
+  validate(cb);
+  const auto need = core::checked_mul<std::uint64_t>(rows, cb.tensor_bytes);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
+                  "ibp::stored_total: data holds fewer than rows x tensor_bytes bytes");
   std::uint64_t total = 0;
   const codebook_ref ref = cb.ref();
   for (std::size_t r = 0; r < rows; ++r)
@@ -173,6 +196,11 @@ inline sweep_result sweep_threshold(std::span<const std::byte> data, std::size_t
 
 enum class layout { in_place, condensed };
 
+/// Words of the raw-row bitmask of `rows` rows: ceil(rows / 32), without wrapping.
+constexpr std::uint64_t raw_words(std::uint64_t rows) noexcept {
+  return rows / 32 + (rows % 32 != 0 ? 1 : 0);
+}
+
 /// A compressed data set on the host.
 struct compressed_set {
   layout kind = layout::condensed;
@@ -181,18 +209,73 @@ struct compressed_set {
   std::vector<std::uint64_t> offsets;  ///< condensed only: [rows + 1]
   std::vector<std::uint32_t> raw;      ///< [ceil(rows / 32)], bit r: row r stored raw
 
-  [[nodiscard]] bool is_raw(std::uint64_t r) const { return ((raw[r / 32] >> (r % 32)) & 1u) != 0; }
+  /// Whether row r is stored raw. Throws invalid_argument unless r < rows, format_error
+  /// unless the raw-row bitmask holds the ceil(rows / 32) words the rows call for.
+  [[nodiscard]] bool is_raw(std::uint64_t r) const;
+  /// is_raw without the checks, for loops over a set whose shape was checked (r < rows).
+  [[nodiscard]] bool unchecked_is_raw(std::uint64_t r) const noexcept {
+    return ((raw[r / 32] >> (r % 32)) & 1u) != 0;
+  }
 };
 
 namespace detail {
 
+/// Throws format_error unless the raw-row bitmask has ceil(rows / 32) words.
+inline void check_raw_bitmask(const compressed_set& set) {
+  if (set.raw.size() != raw_words(set.rows)) {
+    throw format_error{"ibp: the raw-row bitmask has " + std::to_string(set.raw.size()) +
+                       " words, expected " + std::to_string(raw_words(set.rows)) + " for " +
+                       std::to_string(set.rows) + " rows"};
+  }
+}
+
+/// Throws invalid_argument unless r names a row of the set; `who` names the caller.
+inline void check_row_index(const compressed_set& set, std::uint64_t r, const char* who) {
+  if (r >= set.rows) {
+    throw invalid_argument{std::string{who} + ": row " + std::to_string(r) +
+                           " is outside the set's " + std::to_string(set.rows) + " rows"};
+  }
+}
+
+/// Throws format_error unless the set's layout is known and its raw-row bitmask, in-place
+/// data or condensed offsets have the sizes its row count and tensor_bytes call for (sizes
+/// that do not fit in 64 bits cannot: such a set is malformed too). O(1).
+inline void check_set_shape(const compressed_set& set, std::uint32_t tensor_bytes) {
+  SQUEEZE_EXPECTS(tensor_bytes > 0, "ibp: tensor_bytes must be positive");
+  const std::uint64_t l = tensor_bytes;
+  if (set.kind != layout::in_place && set.kind != layout::condensed) {
+    throw format_error{"ibp: unknown set layout " +
+                       std::to_string(static_cast<unsigned long long>(set.kind))};
+  }
+  check_raw_bitmask(set);
+  if (set.kind == layout::in_place) {
+    const auto bytes = core::checked_mul<std::uint64_t>(set.rows, l);
+    if (!bytes || set.data.size() != *bytes) {
+      throw format_error{"ibp: an in-place set of " + std::to_string(set.rows) + " rows of " +
+                         std::to_string(l) + " B must hold " +
+                         (bytes ? std::to_string(*bytes) : std::string{"more than 2^64"}) +
+                         " bytes, holds " + std::to_string(set.data.size())};
+    }
+  } else {
+    const auto count = core::checked_add<std::uint64_t>(set.rows, 1);
+    if (!count || set.offsets.size() != *count) {
+      throw format_error{"ibp: a condensed set of " + std::to_string(set.rows) + " rows needs " +
+                         (count ? std::to_string(*count) : std::string{"2^64"}) + " offsets, has " +
+                         std::to_string(set.offsets.size())};
+    }
+  }
+}
+
 /// Bytes available to row r of a set of rows of `tensor_bytes`: its slot (in place) or its
-/// offset range (condensed). Throws format_error on offsets that are not monotone or leave
-/// the data.
+/// offset range (condensed). Checks the set's shape and r (invalid_argument unless
+/// r < rows); throws format_error on a malformed shape or on offsets that are not monotone
+/// or leave the data.
 inline std::span<const std::byte> stored_row(const compressed_set& set, std::uint32_t tensor_bytes,
                                              std::uint64_t r) {
+  check_set_shape(set, tensor_bytes);
+  check_row_index(set, r, "ibp::stored_row");
   if (set.kind == layout::in_place) {
-    return {set.data.data() + r * tensor_bytes, tensor_bytes};
+    return {set.data.data() + r * tensor_bytes, tensor_bytes};  // r < rows: inside the data
   }
   const std::uint64_t begin = set.offsets[r];
   const std::uint64_t end = set.offsets[r + 1];
@@ -204,23 +287,53 @@ inline std::span<const std::byte> stored_row(const compressed_set& set, std::uin
   return {set.data.data() + begin, end - begin};
 }
 
-/// Throws format_error unless the set's raw-row bitmask, in-place data or condensed
-/// offsets have the sizes its row count and tensor_bytes call for.
-inline void check_set_shape(const compressed_set& set, std::uint32_t tensor_bytes) {
-  const std::size_t l = tensor_bytes;
-  if (set.raw.size() != (set.rows + 31) / 32) {
-    throw format_error{"ibp: the raw-row bitmask has " + std::to_string(set.raw.size()) +
-                       " words, expected " + std::to_string((set.rows + 31) / 32)};
+/// Row r's stored bytes as its decoder reads them (stored_row), checked against the rules
+/// of the set's layout (the top of this file) but not decoded: a condensed row holds 1 .. L
+/// bytes, L exactly when its raw bit is set, and a compressed one no bytes past its stream.
+inline std::span<const std::byte> checked_row(const compressed_set& set, std::uint64_t r,
+                                              const codebook_ref& cb) {
+  const std::uint32_t l = cb.tensor_bytes;
+  const std::span<const std::byte> in = stored_row(set, l, r);  // checks the shape and r
+  const bool raw = set.unchecked_is_raw(r);
+  if (set.kind == layout::in_place) return in;
+  if (raw && in.size() < l) {
+    throw format_error{"ibp: raw row " + std::to_string(r) + " has " + std::to_string(in.size()) +
+                       " bytes, needs " + std::to_string(l)};
   }
-  if (set.kind == layout::in_place && set.data.size() != set.rows * l) {
-    throw format_error{"ibp: an in-place set of " + std::to_string(set.rows) + " rows of " +
-                       std::to_string(l) + " B must hold " + std::to_string(set.rows * l) +
-                       " bytes, holds " + std::to_string(set.data.size())};
+  if (in.empty() || in.size() > l) {
+    throw format_error{"ibp: condensed row " + std::to_string(r) + " stores " +
+                       std::to_string(in.size()) + " bytes, outside [1, " + std::to_string(l) +
+                       "]"};
   }
-  if (set.kind == layout::condensed && set.offsets.size() != set.rows + 1) {
-    throw format_error{"ibp: a condensed set of " + std::to_string(set.rows) + " rows needs " +
-                       std::to_string(set.rows + 1) + " offsets, has " +
-                       std::to_string(set.offsets.size())};
+  if (!raw && in.size() == l) {
+    throw format_error{"ibp: row " + std::to_string(r) + " stores " + std::to_string(l) +
+                       " bytes, as many as a raw row, but its raw bit is clear"};
+  }
+  if (!raw && 8 * std::uint64_t{in.size()} >= cb.chunks()) {
+    const std::uint64_t need = (stream_bits(in.data(), cb) + 7) / 8;
+    if (need < in.size()) {
+      throw format_error{"ibp: row " + std::to_string(r) + "'s stream ends after " +
+                         std::to_string(need) + " of its " + std::to_string(in.size()) +
+                         " stored bytes"};
+    }
+  }
+  return in;
+}
+
+/// Decodes row r of the set with codebook cb (already validated) into dst[0, tensor_bytes):
+/// checked_row, then a copy (raw) or the reference decoder. Throws format_error, naming
+/// the row, on anything malformed; writes dst only on success.
+inline void decode_stored_row(const compressed_set& set, std::uint64_t r, const codebook_ref& cb,
+                              std::byte* dst) {
+  const std::span<const std::byte> in = checked_row(set, r, cb);
+  if (set.unchecked_is_raw(r)) {
+    std::copy_n(in.begin(), cb.tensor_bytes, dst);
+    return;
+  }
+  const status st = decode_row(in.data(), in.size(), cb, dst);
+  if (st != status::ok) {
+    throw format_error{"ibp: row " + std::to_string(r) + " is " + to_string(st) + " (" +
+                       std::to_string(in.size()) + " stored bytes)"};
   }
 }
 
@@ -231,12 +344,15 @@ template <class BookOf>
 compressed_set compress_rows(std::span<const std::byte> data, std::size_t rows,
                              std::uint32_t tensor_bytes, layout kind, BookOf&& book_of) {
   const std::size_t l = tensor_bytes;
-  SQUEEZE_EXPECTS(data.size() >= rows * l,
+  const auto need = core::checked_mul<std::uint64_t>(rows, l);
+  SQUEEZE_EXPECTS(need && data.size() >= *need,
                   "ibp::compress: data holds fewer than rows x tensor_bytes bytes");
+  SQUEEZE_EXPECTS(kind == layout::in_place || kind == layout::condensed,
+                  "ibp::compress: unknown layout");
   compressed_set out;
   out.kind = kind;
   out.rows = rows;
-  out.raw.assign((rows + 31) / 32, 0);
+  out.raw.assign(raw_words(rows), 0);
   if (kind == layout::in_place)
     out.data.assign(rows * l, std::byte{0});
   else
@@ -263,36 +379,46 @@ compressed_set compress_rows(std::span<const std::byte> data, std::size_t rows,
   return out;
 }
 
+/// Throws invalid_argument unless out holds the set's rows x tensor_bytes bytes.
+inline void check_output(const compressed_set& set, std::uint32_t tensor_bytes,
+                         std::span<std::byte> out, const char* who) {
+  const auto need = core::checked_mul<std::uint64_t>(set.rows, tensor_bytes);
+  if (!need || out.size() < *need) {
+    throw invalid_argument{std::string{who} + ": output holds fewer than rows x tensor_bytes = " +
+                           (need ? std::to_string(*need) : std::string{"more than 2^64"}) +
+                           " bytes (violated: out.size() >= set.rows * tensor_bytes)"};
+  }
+}
+
 /// The reference decoder over a data set: row r is decoded with `book_of(r)` (as in
 /// compress_rows). Checks the set's shape first; throws format_error, naming the row, on
 /// anything malformed; writes nothing past out's rows.
 template <class BookOf>
 void decompress_rows(const compressed_set& set, std::uint32_t tensor_bytes,
                      std::span<std::byte> out, BookOf&& book_of) {
-  const std::size_t l = tensor_bytes;
-  SQUEEZE_EXPECTS(out.size() >= set.rows * l,
-                  "ibp::decompress: output holds fewer than rows x tensor_bytes bytes");
+  check_output(set, tensor_bytes, out, "ibp::decompress");
   check_set_shape(set, tensor_bytes);
   for (std::uint64_t r = 0; r < set.rows; ++r) {
-    const std::span<const std::byte> in = stored_row(set, tensor_bytes, r);
-    std::byte* dst = out.data() + r * l;
-    if (set.is_raw(r)) {
-      if (in.size() < l) {
-        throw format_error{"ibp: raw row " + std::to_string(r) + " has " +
-                           std::to_string(in.size()) + " bytes, needs " + std::to_string(l)};
-      }
-      std::copy_n(in.begin(), l, dst);
-      continue;
-    }
-    const status st = decode_row(in.data(), in.size(), book_of(r), dst);
-    if (st != status::ok) {
-      throw format_error{"ibp: row " + std::to_string(r) + " is " + to_string(st) + " (" +
-                         std::to_string(in.size()) + " stored bytes)"};
-    }
+    decode_stored_row(set, r, book_of(r), out.data() + r * tensor_bytes);
   }
 }
 
+/// What decompress_rows checks, without an output: every row decodes with book_of(r).
+template <class BookOf>
+void validate_rows(const compressed_set& set, std::uint32_t tensor_bytes, BookOf&& book_of) {
+  check_set_shape(set, tensor_bytes);
+  std::vector<std::byte> scratch(tensor_bytes);
+  for (std::uint64_t r = 0; r < set.rows; ++r)
+    decode_stored_row(set, r, book_of(r), scratch.data());
+}
+
 }  // namespace detail
+
+inline bool compressed_set::is_raw(std::uint64_t r) const {
+  detail::check_row_index(*this, r, "ibp::compressed_set::is_raw");
+  detail::check_raw_bitmask(*this);
+  return unchecked_is_raw(r);
+}
 
 /// Compresses `rows` rows of cb.tensor_bytes each (reference encoder).
 inline compressed_set compress(std::span<const std::byte> data, std::size_t rows,
@@ -303,11 +429,33 @@ inline compressed_set compress(std::span<const std::byte> data, std::size_t rows
                                [ref](std::uint64_t) { return ref; });
 }
 
-/// Bytes available to row r: its slot (in place) or its offset range (condensed).
-/// Throws format_error on offsets that are not monotone or leave the data.
+/// Bytes available to row r: its slot (in place) or its offset range (condensed). Checks
+/// the set's shape (for rows of cb.tensor_bytes) and r: throws invalid_argument unless
+/// r < set.rows, format_error on a malformed shape or on offsets that are not monotone or
+/// leave the data.
 inline std::span<const std::byte> stored_row(const compressed_set& set, const codebook& cb,
                                              std::uint64_t r) {
   return detail::stored_row(set, cb.tensor_bytes, r);
+}
+
+/// Throws format_error (naming the row) unless the set is well formed for the codebook:
+/// every rule at the top of this file, every row decoded (into scratch space). Accepts
+/// exactly the sets decompress accepts.
+inline void validate(const compressed_set& set, const codebook& cb) {
+  validate(cb);
+  const codebook_ref ref = cb.ref();
+  detail::validate_rows(set, cb.tensor_bytes, [ref](std::uint64_t) { return ref; });
+}
+
+/// Decompresses row r alone into out[0, tensor_bytes). Checks the codebook, the set's shape
+/// and r (invalid_argument unless r < set.rows and out holds a row); throws format_error,
+/// naming the row, when it is malformed; writes out only on success.
+inline void decompress_row(const compressed_set& set, const codebook& cb, std::uint64_t r,
+                           std::span<std::byte> out) {
+  validate(cb);
+  SQUEEZE_EXPECTS(out.size() >= cb.tensor_bytes,
+                  "ibp::decompress_row: output holds fewer than tensor_bytes bytes");
+  detail::decode_stored_row(set, r, cb.ref(), out.data());
 }
 
 /// Decompresses the whole set into out ([rows, tensor_bytes]). Throws format_error,

@@ -61,6 +61,10 @@ SQUEEZE_HOST_DEVICE constexpr void store_chunk(std::byte* p, unsigned len,
 }
 
 /// A view of a data set's codebook (trivially copyable; device code gets it by value).
+/// A view carries no array sizes: it is as good as the codebook it was made from
+/// (ibp::validate(codebook) on the host: mask and bitval of tensor_bytes bytes, chunk_bytes
+/// 1, 2, 4 or 8). Its chunk members take any index: chunks from chunks() on are empty
+/// (length 0, mask and bitval 0), so no index reads outside [0, tensor_bytes).
 struct codebook_ref {
   const std::byte* mask = nullptr;    ///< [tensor_bytes]
   const std::byte* bitval = nullptr;  ///< [tensor_bytes]
@@ -69,18 +73,23 @@ struct codebook_ref {
 
   /// K, the number of chunks (and of participation bits) of a row.
   SQUEEZE_HOST_DEVICE constexpr std::uint32_t chunks() const noexcept {
-    return (tensor_bytes + chunk_bytes - 1) / chunk_bytes;
+    // one 32-bit division (the decoders call this per row), and no sum that could wrap
+    return tensor_bytes / chunk_bytes + (tensor_bytes % chunk_bytes != 0 ? 1u : 0u);
   }
-  /// Bytes in chunk i (chunk_bytes, or fewer for the last one).
+  /// Bytes in chunk i (chunk_bytes, fewer for the last one, 0 past it).
   SQUEEZE_HOST_DEVICE constexpr unsigned chunk_len(std::uint32_t i) const noexcept {
-    const std::uint32_t left = tensor_bytes - i * chunk_bytes;
-    return left < chunk_bytes ? left : chunk_bytes;
+    const std::uint64_t at = std::uint64_t{i} * chunk_bytes;
+    if (at >= tensor_bytes) return 0;
+    const std::uint64_t left = tensor_bytes - at;
+    return static_cast<unsigned>(left < chunk_bytes ? left : chunk_bytes);
   }
   SQUEEZE_HOST_DEVICE constexpr std::uint64_t chunk_mask(std::uint32_t i) const noexcept {
-    return load_chunk(mask + std::size_t{i} * chunk_bytes, chunk_len(i));
+    const unsigned len = chunk_len(i);
+    return len == 0 ? 0 : load_chunk(mask + std::size_t{i} * chunk_bytes, len);
   }
   SQUEEZE_HOST_DEVICE constexpr std::uint64_t chunk_bitval(std::uint32_t i) const noexcept {
-    return load_chunk(bitval + std::size_t{i} * chunk_bytes, chunk_len(i));
+    const unsigned len = chunk_len(i);
+    return len == 0 ? 0 : load_chunk(bitval + std::size_t{i} * chunk_bytes, len);
   }
   /// Bits a participating chunk i keeps.
   SQUEEZE_HOST_DEVICE constexpr unsigned free_bits(std::uint32_t i) const noexcept {
@@ -94,6 +103,11 @@ struct codebook_ref {
 ///
 ///   masks, bitvals   [clusters, tensor_bytes]     codebook c at + c·tensor_bytes
 ///   ids              [ceil(rows · id_bits / 32)]  row r's id = bits [r·id_bits, (r+1)·id_bits)
+///
+/// The view carries neither the row count nor the array sizes, so its readers are
+/// unchecked: row r must be below the rows of the ibp::cluster_set it was made from (after
+/// ibp::validate(cluster_set)) and c below `clusters`. Host code reads a cluster_set's
+/// checked cluster_of / book instead.
 struct cluster_ref {
   const std::byte* masks = nullptr;
   const std::byte* bitvals = nullptr;
@@ -103,13 +117,14 @@ struct cluster_ref {
   std::uint32_t tensor_bytes = 0;
   std::uint32_t chunk_bytes = 4;
 
-  /// Codebook c (c < clusters).
-  SQUEEZE_HOST_DEVICE constexpr codebook_ref book(std::uint32_t c) const noexcept {
+  /// Codebook c; unchecked: c < clusters.
+  SQUEEZE_HOST_DEVICE constexpr codebook_ref unchecked_book(std::uint32_t c) const noexcept {
     const std::size_t at = std::size_t{c} * tensor_bytes;
     return {masks + at, bitvals + at, tensor_bytes, chunk_bytes};
   }
-  /// Row r's cluster id as stored (the caller checks it against `clusters`).
-  SQUEEZE_HOST_DEVICE constexpr std::uint32_t cluster_of(std::uint64_t r) const noexcept {
+  /// Row r's cluster id as stored; unchecked: r below the rows the ids describe, and the
+  /// caller checks the id against `clusters`.
+  SQUEEZE_HOST_DEVICE constexpr std::uint32_t unchecked_cluster_of(std::uint64_t r) const noexcept {
     if (id_bits == 0) return 0;
     const std::uint64_t bit = r * id_bits;
     const std::uint64_t word = bit / 32;

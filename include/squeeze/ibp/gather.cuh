@@ -102,12 +102,12 @@ SQUEEZE_DEVICE row_location identify_row(const gather_args<Index>& a, Index idx,
   r = static_cast<std::uint64_t>(idx);
   s.row.codebook = a.codebook;
   if (a.clusters.clusters != 0) {
-    const std::uint32_t c = a.clusters.cluster_of(r);
+    const std::uint32_t c = a.clusters.unchecked_cluster_of(r);
     if (c >= a.clusters.clusters) {
       s.st = status::corrupt;
       return s;
     }
-    s.row.codebook = a.clusters.book(c);
+    s.row.codebook = a.clusters.unchecked_book(c);
   }
   return s;
 }
@@ -220,7 +220,7 @@ constexpr std::size_t gather_shared_bytes() {
 /// The codebook rows of the set decode with (the first cluster's for clustered sets).
 template <class Index>
 codebook_ref row_codebook(const gather_args<Index>& a) {
-  return a.clusters.clusters != 0 ? a.clusters.book(0) : a.codebook;
+  return a.clusters.clusters != 0 ? a.clusters.unchecked_book(0) : a.codebook;
 }
 
 /// Checks the set a gather reads (all but dst, indices and count); throws

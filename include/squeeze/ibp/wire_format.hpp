@@ -57,6 +57,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <cstring>
 #include <span>
 #include <string>
@@ -64,6 +65,7 @@
 #include <vector>
 
 #include "squeeze/core/bits.hpp"
+#include "squeeze/core/checked.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/core/status.hpp"
@@ -101,12 +103,13 @@ SQUEEZE_HOST_DEVICE constexpr std::uint32_t wire_threshold_percent(int k) noexce
   }
 }
 
-/// T for a bit position that `rows` (> 0) rows hold: rows · percent / 100, at most rows - 1
-/// (the make_codebook rule in ibp/dataset.hpp then marks a bit all rows agree on).
+/// T for a bit position that `rows` (> 0) rows hold: floor(rows · percent / 100) (formed
+/// without the product, so it never wraps), at most rows - 1 (the make_codebook rule in
+/// ibp/dataset.hpp then marks a bit all rows agree on). percent is at most 100.
 SQUEEZE_HOST_DEVICE constexpr std::uint64_t wire_threshold(std::uint64_t rows,
                                                            std::uint32_t percent) noexcept {
   if (rows == 0) return 0;
-  const std::uint64_t t = rows * percent / 100;
+  const std::uint64_t t = rows / 100 * percent + rows % 100 * percent / 100;
   return t < rows ? t : rows - 1;
 }
 
@@ -188,6 +191,9 @@ SQUEEZE_HOST_DEVICE constexpr std::uint64_t wire_check_word(const wire_header& h
 }
 
 /// Where everything of a message of `values` values lies (byte offsets from its start).
+/// Every offset fits in 64 bits whenever values · value_bytes does and row_bytes >= 4
+/// (the sections before the payload take at most 0.6 · n · V + 2.2 KiB); callers with a
+/// value count from outside check that first (wire_data_bytes_fit; check_wire_header does).
 struct wire_layout {
   std::uint64_t values = 0;
   std::uint64_t data_bytes = 0;  ///< values · value_bytes
@@ -213,7 +219,7 @@ struct wire_layout {
     w.data_bytes = values * value_bytes;
     w.row_bytes = w.data_bytes == 0 ? 0 : row_bytes;
     if (w.row_bytes != 0) {
-      w.rows = (w.data_bytes + w.row_bytes - 1) / w.row_bytes;
+      w.rows = w.data_bytes / w.row_bytes + (w.data_bytes % w.row_bytes != 0 ? 1 : 0);
       w.last_row_bytes = static_cast<std::uint32_t>(w.data_bytes - (w.rows - 1) * w.row_bytes);
     }
     w.tiles = (w.rows + wire_tile_rows - 1) / wire_tile_rows;
@@ -235,6 +241,13 @@ struct wire_layout {
   }
 };
 
+/// Whether `values` values of value_bytes (4 or 8) take fewer than 2^64 bytes: the sizes
+/// of their messages are then representable (wire_layout above).
+SQUEEZE_HOST_DEVICE constexpr bool wire_data_bytes_fit(std::uint64_t values,
+                                                       std::uint32_t value_bytes) noexcept {
+  return value_bytes == 0 || values <= ~std::uint64_t{0} / value_bytes;
+}
+
 /// L the encoder picks for data_bytes of values.
 SQUEEZE_HOST_DEVICE constexpr std::uint32_t wire_row_bytes_for(std::uint64_t data_bytes) noexcept {
   return data_bytes < wire_max_row_bytes ? static_cast<std::uint32_t>(data_bytes)
@@ -249,10 +262,13 @@ SQUEEZE_HOST_DEVICE constexpr wire_layout wire_layout_for(std::uint64_t values,
 
 /// The buffer the encoder needs for `values` values: the compressed layout with every row
 /// raw (the message it leaves there is never longer than 64 + values · value_bytes bytes).
+/// 2^64 - 1 (no buffer holds it) when that size does not fit in 64 bits.
 SQUEEZE_HOST_DEVICE constexpr std::uint64_t wire_max_bytes(std::uint64_t values,
                                                            std::uint32_t value_bytes) noexcept {
+  constexpr std::uint64_t none = ~std::uint64_t{0};
+  if (!wire_data_bytes_fit(values, value_bytes)) return none;
   const wire_layout w = wire_layout_for(values, value_bytes);
-  return w.payload + w.data_bytes;
+  return w.payload <= none - w.data_bytes ? w.payload + w.data_bytes : none;
 }
 
 /// Whether the encoder sends the values raw: when the compressed message, with P =
@@ -307,8 +323,8 @@ enum class wire_fault : std::uint8_t {
   version,        ///< a version this decoder does not read
   check_word,     ///< the header's check word does not match its fields
   kind,           ///< neither a compressed nor a raw message
-  value_bytes,    ///< values of another size than the decoder's type
-  values,         ///< another value count than the caller expects
+  value_bytes,    ///< values of another size than the decoder's type (or not 4 or 8 bytes)
+  values,         ///< another value count than the caller expects, or n · V >= 2^64 bytes
   chunk_bytes,    ///< chunks other than one value
   row_bytes,      ///< a row length outside [V, 512] or not a multiple of V
   rows,           ///< a row count that n and L contradict
@@ -330,7 +346,8 @@ SQUEEZE_HOST_DEVICE constexpr const char* to_string(wire_fault f) noexcept {
     case wire_fault::check_word: return "the header's check word does not match its fields";
     case wire_fault::kind: return "the header names an unknown message kind";
     case wire_fault::value_bytes: return "the message holds values of another size";
-    case wire_fault::values: return "the message holds another number of values than expected";
+    case wire_fault::values:
+      return "the message holds another number of values than expected, or 2^64 bytes or more";
     case wire_fault::chunk_bytes: return "the header's chunk size is not the value size";
     case wire_fault::row_bytes: return "the header's row length is out of range";
     case wire_fault::rows: return "the header's row count does not match n and the row length";
@@ -354,8 +371,11 @@ SQUEEZE_HOST_DEVICE constexpr status status_of(wire_fault f) noexcept {
 }
 
 /// Checks a header (read from a message of `bytes` >= 64 bytes) against what the caller
-/// expects, `values` values of value_bytes; on success sets `layout` from it (for a
-/// compressed message; a raw one holds the values right after the header).
+/// expects, `values` values of value_bytes (4 or 8); on success sets `layout` from it (for
+/// a compressed message; a raw one holds the values right after the header). An accepted
+/// header puts every section inside the message: [64, 64 + n · V) of a raw one, [64,
+/// total) of a compressed one (layout.payload <= total_bytes <= bytes). No sum or product
+/// of header fields is formed where it could wrap.
 SQUEEZE_HOST_DEVICE constexpr wire_fault check_wire_header(const wire_header& h,
                                                            std::uint64_t bytes,
                                                            std::uint64_t values,
@@ -365,8 +385,10 @@ SQUEEZE_HOST_DEVICE constexpr wire_fault check_wire_header(const wire_header& h,
   if (h.version != wire_version) return wire_fault::version;
   if (h.check != wire_check_word(h)) return wire_fault::check_word;
   if (h.kind != wire_compressed && h.kind != wire_raw) return wire_fault::kind;
-  if (h.value_bytes != value_bytes) return wire_fault::value_bytes;
-  if (h.values != values) return wire_fault::values;
+  if ((value_bytes != 4 && value_bytes != 8) || h.value_bytes != value_bytes) {
+    return wire_fault::value_bytes;
+  }
+  if (h.values != values || !wire_data_bytes_fit(values, value_bytes)) return wire_fault::values;
   const std::uint64_t data = values * value_bytes;
   if (h.kind == wire_raw) {
     if (h.chunk_bytes != 0) return wire_fault::chunk_bytes;
@@ -374,7 +396,8 @@ SQUEEZE_HOST_DEVICE constexpr wire_fault check_wire_header(const wire_header& h,
     if (h.rows != 0) return wire_fault::rows;
     if (h.reserved != 0 || h.threshold_percent != 0) return wire_fault::reserved;
     if (h.total_bytes > bytes) return wire_fault::total_bytes;
-    if (h.payload_bytes != data || h.total_bytes != wire_header_bytes + data) {
+    if (h.payload_bytes != data || h.total_bytes < wire_header_bytes ||
+        h.total_bytes - wire_header_bytes != data) {
       return wire_fault::payload_bytes;
     }
     return wire_fault::none;
@@ -388,8 +411,8 @@ SQUEEZE_HOST_DEVICE constexpr wire_fault check_wire_header(const wire_header& h,
   if (h.rows != w.rows) return wire_fault::rows;
   if (h.reserved != 0 || h.threshold_percent > 100) return wire_fault::reserved;
   if (h.total_bytes > bytes) return wire_fault::total_bytes;
-  if (h.payload_bytes > w.data_bytes || h.payload_bytes < w.rows ||
-      h.total_bytes != w.payload + h.payload_bytes) {
+  if (h.payload_bytes > w.data_bytes || h.payload_bytes < w.rows || h.total_bytes < w.payload ||
+      h.total_bytes - w.payload != h.payload_bytes) {
     return wire_fault::payload_bytes;
   }
   layout = w;
@@ -509,7 +532,8 @@ inline wire_fault wire_decode(std::span<const std::byte> message, std::uint64_t 
                               status* row_status = nullptr) {
   SQUEEZE_EXPECTS(value_bytes == 4 || value_bytes == 8,
                   "ibp::wire_decode: value_bytes must be 4 or 8");
-  SQUEEZE_EXPECTS(out.size() >= values * value_bytes,
+  const auto need = core::checked_mul<std::uint64_t>(values, value_bytes);
+  SQUEEZE_EXPECTS(need && out.size() >= *need,
                   "ibp::wire_decode: out holds fewer than values x value_bytes bytes");
   if (message.size() < wire_header_bytes) return wire_fault::short_message;
   const auto h = detail::get_le<wire_header>(message.data());
@@ -566,6 +590,37 @@ inline wire_fault wire_decode(std::span<const std::byte> message, std::uint64_t 
     at += s;
   }
   return wire_fault::none;
+}
+
+/// Throws squeeze::format_error naming the fault (and a row stream's status), unless f is
+/// wire_fault::none.
+inline void throw_if_fault(wire_fault f, status row = status::ok) {
+  if (f == wire_fault::none) return;
+  std::string what = std::string{"ibp wire message: "} + to_string(f);
+  if (f == wire_fault::row_stream && row != status::ok) {
+    what += std::string{" ("} + to_string(row) + ")";
+  }
+  throw format_error{what};
+}
+
+/// The `values` values of T (float or double) in `message`, by the reference decoder;
+/// throws squeeze::format_error naming the fault of a message it refuses. Checks the header
+/// before it allocates, so a header claiming more values than `message` can hold costs
+/// nothing (an accepted header bounds n · V by 512 times the message's length).
+template <class T>
+std::vector<T> wire_decode_values(std::span<const std::byte> message, std::uint64_t values) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "ibp::wire_decode_values: T must be float or double");
+  if (message.size() < wire_header_bytes) throw_if_fault(wire_fault::short_message);
+  wire_layout w;
+  throw_if_fault(check_wire_header(detail::get_le<wire_header>(message.data()), message.size(),
+                                   values, sizeof(T), w));
+  std::vector<T> out(static_cast<std::size_t>(values));
+  status row = status::ok;
+  const wire_fault f =
+      wire_decode(message, values, sizeof(T), std::as_writable_bytes(std::span<T>{out}), &row);
+  throw_if_fault(f, row);
+  return out;
 }
 
 }  // namespace squeeze::ibp
