@@ -202,6 +202,7 @@ void write_json(const std::string& path, const std::string& matrix_name,
         << ", \"iterations\": " << r.result.iterations << ", \"restarts\": " << r.result.restarts
         << ", \"reorthogonalizations\": " << r.result.reorthogonalizations
         << ", \"converged\": " << (r.result.converged ? "true" : "false")
+        << ", \"stop\": " << json_string(frsz2::to_string(r.result.stop))
         << ", \"relative_residual\": " << json_number(r.result.relative_residual)
         << ", \"solution_error\": " << json_number(r.solution_error)
         << ", \"seconds\": " << json_number(r.result.seconds)
@@ -270,8 +271,8 @@ int main(int argc, char** argv) try {
 
   std::vector<run> runs;
   std::vector<double> x(n);
-  std::printf("\n%-9s %6s %10s %8s %13s %11s %10s %10s %8s\n", "format", "bits", "iterations",
-              "restarts", "rel.residual", "||x - x*||", "ms/iter", "total s", "speedup");
+  std::printf("\n%-9s %6s %10s %8s %13s %11s %10s %10s %8s  %s\n", "format", "bits", "iterations",
+              "restarts", "rel.residual", "||x - x*||", "ms/iter", "total s", "speedup", "stop");
   for (const std::string& name : args.formats) {
     const format_entry& f = *find_format(name);
     // Warm-up (module load, first-touch of the allocations), then the timed solve from x0 = 0.
@@ -299,10 +300,10 @@ int main(int argc, char** argv) try {
     if (baseline != nullptr && r.result.seconds > 0) {
       std::snprintf(speedup, sizeof speedup, "%.2fx", baseline->result.seconds / r.result.seconds);
     }
-    std::printf("%-9s %6.2f %10d %8d %13.3e %11.3e %10.4f %10.3f %8s%s\n", r.format.c_str(),
+    std::printf("%-9s %6.2f %10d %8d %13.3e %11.3e %10.4f %10.3f %8s  %s\n", r.format.c_str(),
                 r.bits_per_value, r.result.iterations, r.result.restarts,
                 r.result.relative_residual, r.solution_error, r.result.seconds_per_iteration * 1e3,
-                r.result.seconds, speedup, r.result.converged ? "" : "  (not converged)");
+                r.result.seconds, speedup, frsz2::to_string(r.result.stop));
   }
   if (args.json) {
     write_json(*args.json, matrix_name, a, gpu, args, runs, baseline);

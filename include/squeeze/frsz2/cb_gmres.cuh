@@ -6,9 +6,11 @@
 //   frsz2::cb_gmres_result r = solver.solve(b, x);   // b, x: device spans; x holds x0 on entry
 //
 // The algorithm (the FRSZ2 paper's Fig. 1 without preconditioner, Ginkgo's CB-GMRES):
-//   cycle: r = b - A x, recomputed (the true residual); stop when ||r|| / ||b|| <= tolerance or
-//          at max_iterations; v_0 = r / ||r||
-//   step j = 0 .. m-1 (m = restart):
+//   cycle: r = b - A x, recomputed (the true residual); the restart rules of gmres_control.hpp
+//          keep the best x seen (a cycle that did not lower ||r|| is undone and the next one
+//          is half as long) and stop on convergence, at max_iterations, or when restarts
+//          stagnate, diverge or break down (cb_gmres_result::stop says which); v_0 = r / ||r||
+//   step j = 0 .. min(m, n) - 1 (m = restart; a lossy basis may end the cycle sooner):
 //     w = A v_j                        SpMV; v_j read through accessor<Basis, double>
 //     h = V^T w, omega^2 = w.w          one fused multi-dot over the j + 1 basis vectors
 //     w -= V h, ||w||^2                 one fused kernel (update + norm)
@@ -17,6 +19,8 @@
 //     h_{j+1,j} = ||w||, v_{j+1} = w / h_{j+1,j}, stored into the basis (array::store)
 //     Givens rotations on the host; the cycle ends after m steps, when the implicit residual
 //     |g_{j+1}| / ||b|| <= tolerance, when h_{j+1,j} = 0 (breakdown) or at max_iterations
+//     a step whose ||w|| exceeds ||A v_j|| (the basis has lost orthogonality) is dropped and
+//     ends the cycle
 //   x += V y, y from the triangular solve on the host (a kernel like the w update).
 // The vector that enters the basis is the stored one: every later read (SpMV, dots, updates,
 // the solution update) decodes it, so the Arnoldi relation holds for the decompressed basis,
@@ -26,12 +30,13 @@
 // Per step: SpMV, multi-dot + its reduction, update + its reduction (and the same four for
 // the reorthogonalization, which return at once when it is not needed), normalization and
 // the store: 11 launches, one device-to-host copy of the Hessenberg column and four scalars,
-// and one stream synchronization (the host needs h_{j+1,j} to decide whether to go on).
+// and one stream synchronization (the host needs h_{j+1,j} to decide whether to go on). Per
+// cycle: the true residual (an SpMV and a norm) and a copy of x (the best x seen).
 //
 // Basis layout: vector i occupies values [i * stride, (i + 1) * stride) of one frsz2::array of
-// (m + 1) * stride values; stride = n rounded up to a tile (128 rows, 256 for 16-bit storage)
-// and to the FRSZ2 block, and the rows past n are stored zeros (w is kept zero there), so
-// the kernels read whole tiles without conditions. Every basis read goes through
+// (m + 1) * stride values (m = min(restart, n)); stride = n rounded up to a tile (128 rows, 256 for
+// 16-bit storage) and to the FRSZ2 block, and the rows past n are stored zeros (w is kept zero
+// there), so the kernels read whole tiles without conditions. Every basis read goes through
 // frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load and the
 // block exponent once, and a warp issues the loads of columns_in_flight vectors before it
 // decodes any. Cross-block sums are added in a fixed order, so a solve is deterministic.
@@ -60,6 +65,7 @@
 #include "squeeze/frsz2/array.cuh"
 #include "squeeze/frsz2/compress.cuh"
 #include "squeeze/frsz2/format.hpp"
+#include "squeeze/frsz2/gmres_control.hpp"
 
 namespace squeeze::frsz2 {
 
@@ -151,23 +157,27 @@ template <class S>
 concept basis_storage = plain_storage<S> || fp64_format<S>;
 
 struct cb_gmres_options {
-  int restart = 100;           ///< m: basis vectors per cycle (the basis holds m + 1), >= 1
+  int restart = 100;           ///< m: steps per cycle, >= 1 (the basis holds m + 1 vectors;
+                               ///< m is capped at n, where the Krylov space is exhausted)
   double tolerance = 1e-10;    ///< stop when ||b - A x|| / ||b|| <= tolerance (>= 0)
   int max_iterations = 10000;  ///< cap on Arnoldi steps over all cycles (>= 0)
   double eta = 0.70710678118654752440;  ///< reorthogonalize when ||w|| < eta ||A v||; 0: never
   rounding mode = rounding::nearest;    ///< how FRSZ2 bases round (plain types round to nearest)
+  int stagnation_restarts = 10;  ///< stop after this many restarts in a row without a new best
+                                 ///< true residual (>= 1; gmres_control.hpp)
 };
 
 struct cb_gmres_result {
-  int iterations = 0;                ///< Arnoldi steps (one SpMV each), over all cycles
-  int restarts = 0;                  ///< cycles started after the first
-  int reorthogonalizations = 0;      ///< steps that ran the second Gram-Schmidt pass
-  double relative_residual = 0;      ///< true ||b - A x|| / ||b|| at the end, recomputed
-  bool converged = false;            ///< relative_residual <= tolerance
-  double seconds = 0;                ///< device time of the whole solve (CUDA events)
-  double seconds_per_iteration = 0;  ///< seconds / iterations (0 without iterations)
-  std::size_t basis_bytes = 0;       ///< device bytes of the m + 1 basis vectors
-  const char* storage = "";          ///< storage_traits<Basis>::name()
+  int iterations = 0;            ///< Arnoldi steps (one SpMV each), over all cycles
+  int restarts = 0;              ///< cycles started after the first
+  int reorthogonalizations = 0;  ///< steps that ran the second Gram-Schmidt pass
+  double relative_residual = 0;  ///< true ||b - A x|| / ||b|| of the returned x
+  bool converged = false;        ///< relative_residual <= tolerance
+  cb_gmres_stop stop = cb_gmres_stop::converged;  ///< why the solve stopped (to_string(stop))
+  double seconds = 0;                             ///< device time of the whole solve (CUDA events)
+  double seconds_per_iteration = 0;               ///< seconds / iterations (0 without iterations)
+  std::size_t basis_bytes = 0;                    ///< device bytes of the m + 1 basis vectors
+  const char* storage = "";                       ///< storage_traits<Basis>::name()
 };
 
 /// Launch shapes of the vector kernels (multi-dot V^T w, update w -= V h). Each warp owns
@@ -558,50 +568,6 @@ inline int spmv_width(const csr_ref& a) noexcept {
   return width;
 }
 
-/// The host side of the least-squares problem: the Hessenberg columns turned into R by Givens
-/// rotations, and g = Q^T beta e_1.
-class hessenberg_lsq {
- public:
-  explicit hessenberg_lsq(std::size_t m) : m_{m}, r_(m * (m + 1)), cs_(m), sn_(m), g_(m + 1) {}
-
-  void reset(double beta) {
-    std::fill(g_.begin(), g_.end(), 0.0);
-    g_[0] = beta;
-  }
-  /// Adds column j (h[0 .. j + 1], overwritten) and returns |g_{j+1}|, the implicit residual.
-  double add_column(std::size_t j, double* h) {
-    for (std::size_t i = 0; i < j; ++i) {
-      const double t = cs_[i] * h[i] + sn_[i] * h[i + 1];
-      h[i + 1] = -sn_[i] * h[i] + cs_[i] * h[i + 1];
-      h[i] = t;
-    }
-    const double d = std::hypot(h[j], h[j + 1]);
-    cs_[j] = d == 0.0 ? 1.0 : h[j] / d;
-    sn_[j] = d == 0.0 ? 0.0 : h[j + 1] / d;
-    h[j] = d;
-    std::copy(h, h + j + 1, r_.begin() + static_cast<std::ptrdiff_t>(j * (m_ + 1)));
-    g_[j + 1] = -sn_[j] * g_[j];
-    g_[j] = cs_[j] * g_[j];
-    return std::abs(g_[j + 1]);
-  }
-  /// Solves R y = g over the leading k' <= k columns whose diagonal is nonzero; returns k'.
-  std::size_t solve(std::size_t k, double* y) const {
-    std::size_t k_eff = 0;
-    while (k_eff < k && r_[k_eff * (m_ + 1) + k_eff] != 0.0) ++k_eff;
-    for (std::size_t i = k_eff; i-- > 0;) {
-      double s = g_[i];
-      for (std::size_t c = i + 1; c < k_eff; ++c) s -= r_[c * (m_ + 1) + i] * y[c];
-      y[i] = s / r_[i * (m_ + 1) + i];
-    }
-    return k_eff;
-  }
-
- private:
-  std::size_t m_;
-  std::vector<double> r_;  // [m][m + 1], column j holds R(0 .. j, j)
-  std::vector<double> cs_, sn_, g_;
-};
-
 }  // namespace detail
 
 // ---- the solver -----------------------------------------------------------------------------
@@ -634,9 +600,12 @@ class cb_gmres {
                         std::to_string(options.max_iterations));
     SQUEEZE_EXPECTS(options.eta >= 0.0 && options.eta <= 1.0,
                     "frsz2::cb_gmres: eta must lie in [0, 1], is " + std::to_string(options.eta));
+    SQUEEZE_EXPECTS(options.stagnation_restarts >= 1,
+                    "frsz2::cb_gmres: stagnation_restarts must be at least 1, is " +
+                        std::to_string(options.stagnation_restarts));
 
     n_ = static_cast<std::size_t>(a.rows);
-    m_ = static_cast<std::size_t>(options.restart);
+    m_ = std::min(static_cast<std::size_t>(options.restart), n_);  // (n steps exhaust R^n)
     // Vectors start on tile and block boundaries; the rows past n are stored zeros, so the
     // kernels read whole tiles without conditions.
     constexpr std::size_t align =
@@ -658,6 +627,7 @@ class cb_gmres {
     partials_ =
         core::device_buffer<double>{max_cols * std::max(multidot_grid_, update_grid_), stream_};
     host_ = core::pinned_buffer<double>{scalar_count()};
+    best_x_ = core::device_buffer<double>{n_, stream_};
   }
 
   /// Solves A x = b. b and x are device memory of n values; x holds the initial guess on entry
@@ -686,26 +656,40 @@ class cb_gmres {
       return res;
     }
 
-    detail::hessenberg_lsq lsq{m_};
+    hessenberg_lsq lsq{m_};
+    restart_guard guard{bnorm, options_.tolerance, static_cast<int>(m_),
+                        options_.stagnation_restarts};
     std::vector<double> h(m_ + 1), y(m_);
     const double eta2 = options_.eta * options_.eta;
+    const std::size_t x_bytes = n_ * sizeof(double);
     for (int cycle = 0;; ++cycle) {
-      // True residual r = b - A x into w, and its norm.
-      spmv(accessor<double, double>{}, x.data(), b.data());
-      multidot(0, w_.data(), stride_, true, nullptr, nullptr, slot(detail::final2));
-      const double beta = std::sqrt(fetch(detail::final2 + 1)[detail::final2]);
-      res.relative_residual = beta / bnorm;
-      if (res.relative_residual <= options_.tolerance) {
-        res.converged = true;
+      const double beta = true_residual(b, x);
+      const restart_guard::decision d =
+          guard.at_restart(beta, res.iterations < options_.max_iterations);
+      if (d.save) {
+        SQUEEZE_CUDA_TRY(
+            cudaMemcpyAsync(best_x_.data(), x.data(), x_bytes, cudaMemcpyDeviceToDevice, stream_));
+      }
+      if (d.restore) {  // the best x back
+        SQUEEZE_CUDA_TRY(
+            cudaMemcpyAsync(x.data(), best_x_.data(), x_bytes, cudaMemcpyDeviceToDevice, stream_));
+      }
+      res.relative_residual = guard.best_relative();
+      if (d.stop) {
+        res.stop = *d.stop;
+        res.converged = res.stop == cb_gmres_stop::converged;
         break;
       }
-      if (res.iterations >= options_.max_iterations || !std::isfinite(beta)) break;
+      if (d.restore) true_residual(b, x);  // r of the best x back in w
       if (cycle > 0) ++res.restarts;
       normalize_and_store(0);
-      lsq.reset(beta);
+      lsq.reset(d.restore ? guard.best() : beta);
 
       std::size_t k = 0;  // basis vectors the cycle's solution update uses
-      for (std::size_t j = 0; j < m_ && res.iterations < options_.max_iterations; ++j) {
+      int taken = 0;      // steps taken, a dropped one included
+      cycle_end how = cycle_end::steps;
+      for (std::size_t j = 0;
+           j < static_cast<std::size_t>(d.steps) && res.iterations < options_.max_iterations; ++j) {
         const int count = static_cast<int>(j + 1);
         const detail::arnoldi_ref step{scalars_.data(), slot(h_offset()), slot(u_offset()), eta2};
         const accessor<Basis, double> acc;
@@ -721,14 +705,24 @@ class cb_gmres {
 
         const double* s = fetch(h_offset() + j + 1);
         ++res.iterations;
+        ++taken;
         if (s[detail::reorth] != 0.0) ++res.reorthogonalizations;
         std::copy(s + h_offset(), s + h_offset() + j + 1, h.begin());
         h[j + 1] = std::sqrt(s[detail::final2]);
-        const bool breakdown = h[j + 1] == 0.0;
+        const step_end end = arnoldi_step_end(h[j + 1], std::sqrt(s[detail::omega2]));
+        if (end == step_end::lost_orthogonality) {
+          how = cycle_end::lost_orthogonality;
+          break;
+        }
         const double implicit = lsq.add_column(j, h.data()) / bnorm;
         k = j + 1;
-        if (!std::isfinite(implicit) || implicit <= options_.tolerance || breakdown) break;
+        if (end == step_end::breakdown) {
+          how = cycle_end::breakdown;
+          break;
+        }
+        if (!std::isfinite(implicit) || implicit <= options_.tolerance) break;
       }
+      guard.cycle_ended(how, taken);
 
       // x += V y.
       const std::size_t k_eff = lsq.solve(k, y.data());
@@ -785,6 +779,13 @@ class cb_gmres {
                                      cudaMemcpyDeviceToHost, stream_));
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream_));
     return host_.data();
+  }
+
+  /// w = b - A x and its norm (left in the final2 slot for normalize_and_store).
+  double true_residual(std::span<const double> b, std::span<double> x) {
+    spmv(accessor<double, double>{}, x.data(), b.data());
+    multidot(0, w_.data(), stride_, true, nullptr, nullptr, slot(detail::final2));
+    return std::sqrt(fetch(detail::final2 + 1)[detail::final2]);
   }
 
   void finish(core::event_timer& timer, cb_gmres_result& res) {
@@ -880,6 +881,7 @@ class cb_gmres {
   core::device_buffer<double> scalars_;   // [scalar_count()]
   core::device_buffer<double> partials_;  // [max_batch + 1][grid]
   core::pinned_buffer<double> host_;      // [scalar_count()], host mirror
+  core::device_buffer<double> best_x_;    // [n], the best x of the current solve
 };
 
 /// One solve with a fresh solver (allocation included); see cb_gmres.
