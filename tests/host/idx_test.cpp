@@ -45,7 +45,8 @@ void expect_error(const std::vector<unsigned char>& bytes, const std::string& ne
 std::vector<unsigned char> idx_header(unsigned char type, const std::vector<std::uint32_t>& dims) {
   std::vector<unsigned char> b{0, 0, type, static_cast<unsigned char>(dims.size())};
   for (const std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<unsigned char>(d >> shift));
+    for (int shift = 24; shift >= 0; shift -= 8)
+      b.push_back(static_cast<unsigned char>(d >> shift));
   }
   return b;
 }
@@ -77,6 +78,8 @@ TEST(Idx, MalformedFilesAreRefusedWithTheReason) {
   expect_error({0, 0, 0x07, 1, 0, 0, 0, 1, 7}, "bad magic");
   expect_error({0, 0, 0x08, 2, 0, 0, 0, 1}, "inside its dimensions");
   expect_error({0, 0, 0x08, 1, 0, 0, 0, 5, 1, 2}, "fewer than the 5 elements");
+  expect_error({0, 0, 0x08, 1, 0, 0, 0, 2, 1, 2, 3},
+               "longer than its header describes: bytes follow the 2 elements of 1 byte");
   EXPECT_THROW(squeeze::io::read_idx("/nonexistent/file.idx"), squeeze::io_error);
 }
 
@@ -129,4 +132,35 @@ TEST(Idx, ReadsStreamsOfUnknownSizeInSteps) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(Idx, AStreamMayHoldMoreThanOneArray) {
+  std::vector<unsigned char> two = idx_header(0x08, {2});
+  two.insert(two.end(), {7, 8});
+  const std::vector<unsigned char> second = idx_header(0x08, {1});
+  two.insert(two.end(), second.begin(), second.end());
+  two.push_back(9);
+  std::istringstream in{std::string{two.begin(), two.end()}};
+  const auto a = squeeze::io::read_idx(in, "two.idx");
+  const auto b = squeeze::io::read_idx(in, "two.idx");
+  ASSERT_EQ(a.data.size(), 2u);
+  EXPECT_EQ(static_cast<int>(a.data[1]), 8);
+  ASSERT_EQ(b.data.size(), 1u);
+  EXPECT_EQ(static_cast<int>(b.data[0]), 9);
+}
+
+// Whatever exceptions() the caller set on its stream, bad input gives a squeeze::error (not
+// std::ios_base::failure), and the caller's mask is put back.
+TEST(Idx, StreamsThatThrowGiveTheLibrarysErrors) {
+  const auto all = std::ios::failbit | std::ios::badbit | std::ios::eofbit;
+  std::vector<unsigned char> b = idx_header(0x08, {5});
+  b.insert(b.end(), {1, 2});
+  std::istringstream cut{std::string{b.begin(), b.end()}};
+  cut.exceptions(all);
+  EXPECT_THROW((void)squeeze::io::read_idx(cut, "cut.idx"), squeeze::format_error);
+  EXPECT_EQ(cut.exceptions(), all);
+  b.insert(b.end(), {3, 4, 5});
+  std::istringstream whole{std::string{b.begin(), b.end()}};
+  whole.exceptions(all);
+  EXPECT_EQ(squeeze::io::read_idx(whole, "whole.idx").data.size(), 5u);
 }

@@ -568,7 +568,8 @@ TEST(MatrixMarket, HugeSizeLineIsRefusedBeforeAllocating) {
   }
   EXPECT_LT(took, 1.0);
   // INT64_MAX rows with 64-bit indices: a format_error too, not std::length_error.
-  std::istringstream in{"%%MatrixMarket matrix coordinate pattern general\n9223372036854775807 1 0\n"};
+  std::istringstream in{
+      "%%MatrixMarket matrix coordinate pattern general\n9223372036854775807 1 0\n"};
   EXPECT_THROW((void)(io::read_matrix_market<double, std::int64_t>(in, "wide.mtx")),
                squeeze::format_error);
 }
@@ -626,3 +627,18 @@ TEST(Csr, ValidateReportsRowsAtTheLimitWithoutOverflow) {
 }
 
 }  // namespace
+
+// Whatever exceptions() the caller set on its stream, bad input gives a squeeze::error (not
+// std::ios_base::failure), good input reads, and the caller's mask is put back.
+TEST(MatrixMarket, StreamsThatThrowGiveTheLibrarysErrors) {
+  const auto all = std::ios::failbit | std::ios::badbit | std::ios::eofbit;
+  std::istringstream good{"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 3.5\n"};
+  good.exceptions(all);
+  const auto a = io::read_matrix_market(good, "good.mtx");
+  EXPECT_EQ(a.nnz(), 1);
+  EXPECT_EQ(good.exceptions(), all);
+  std::istringstream cut{"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 2 3.5\n"};
+  cut.exceptions(all);
+  EXPECT_THROW((void)io::read_matrix_market(cut, "cut.mtx"), squeeze::format_error);
+  EXPECT_EQ(cut.exceptions(), all);
+}

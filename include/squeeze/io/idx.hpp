@@ -68,8 +68,9 @@ inline std::string idx_dims_text(const std::vector<std::uint32_t>& dims) {
   return s;
 }
 
-/// Reads an IDX array from `in`, which names it in messages.
-inline idx_array idx_read(binary_input& in) {
+/// Reads an IDX array from `in`, which names it in messages; `whole`: the input must end
+/// with the array (a file), else it may go on (a stream holding more).
+inline idx_array idx_read(binary_input& in, bool whole) {
   const std::string& path = in.name();
   unsigned char magic[4];
   if (!in.read_exact(magic, 4)) {
@@ -109,14 +110,17 @@ inline idx_array idx_read(binary_input& in) {
     throw format_error{"'" + path + "' declares " + dims + ", a size that overflows 64 bits"};
   }
   if (empty) bytes = 0;
-  const std::string fewer = "'" + path + "' holds fewer than the " +
-                            std::to_string(*bytes / a.element_bytes()) +
-                            " elements its header declares (" + dims + ": " +
-                            std::to_string(*bytes) + " bytes)";
+  const std::string fewer =
+      "'" + path + "' holds fewer than the " + std::to_string(*bytes / a.element_bytes()) +
+      " elements its header declares (" + dims + ": " + std::to_string(*bytes) + " bytes)";
   if (const std::optional<std::uint64_t> left = in.left(); left && *left < *bytes) {
     throw format_error{fewer + "; only " + std::to_string(*left) + " bytes follow the header"};
   }
   if (!in.read_declared(a.data, *bytes)) throw format_error{fewer};
+  if (whole && !in.at_end()) {
+    throw format_error{"'" + path + "' is longer than its header describes: bytes follow the " +
+                       dims};
+  }
   const std::size_t e = a.element_bytes();
   if (e > 1) {  // big-endian to host order
     for (std::size_t i = 0; i < a.data.size(); i += e) {
@@ -129,11 +133,11 @@ inline idx_array idx_read(binary_input& in) {
 }  // namespace detail
 
 /// Reads an IDX file. Throws io_error when it cannot be opened or read, format_error when it
-/// is not a well-formed IDX file or holds less than its header declares.
+/// is not a well-formed IDX file or holds less or more than its header declares.
 inline idx_array read_idx(const std::string& path) {
   const detail::file_ptr f = detail::open_file(path, "rb", "IDX file");
   detail::binary_input in{f.get(), path};
-  return detail::idx_read(in);
+  return detail::idx_read(in, true);
 }
 
 /// Reads an IDX array from `in`'s current position, leaving it just past the data; `name` is
@@ -141,7 +145,7 @@ inline idx_array read_idx(const std::string& path) {
 /// cannot is read in steps. Errors as the path overload's.
 inline idx_array read_idx(std::istream& in, const std::string& name) {
   detail::binary_input input{in, name};
-  return detail::idx_read(input);
+  return detail::idx_read(input, false);
 }
 
 }  // namespace squeeze::io

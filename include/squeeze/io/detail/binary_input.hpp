@@ -21,6 +21,7 @@
 
 #include "squeeze/core/checked.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/io/detail/stream_guard.hpp"
 
 namespace squeeze::io::detail {
 
@@ -74,7 +75,8 @@ class binary_input {
     errno = 0;  // (a pipe's failed seek leaves ESPIPE)
   }
   /// Reads `in`; `name` is what messages call it.
-  binary_input(std::istream& in, std::string name) : stream_{&in}, name_{std::move(name)} {
+  binary_input(std::istream& in, std::string name)
+      : stream_{&in}, quiet_{std::in_place, in}, name_{std::move(name)} {
     size_ = bytes_left(in);
     errno = 0;
   }
@@ -156,6 +158,7 @@ class binary_input {
 
   std::FILE* file_ = nullptr;
   std::istream* stream_ = nullptr;
+  std::optional<stream_exceptions_off> quiet_;  // while a stream is read
   std::string name_;
   std::optional<std::uint64_t> size_;  ///< bytes left at the start, when known
   std::uint64_t read_ = 0;

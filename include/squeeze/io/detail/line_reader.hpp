@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "squeeze/core/error.hpp"
+#include "squeeze/io/detail/stream_guard.hpp"
 
 namespace squeeze::io::detail {
 
@@ -26,7 +27,7 @@ class line_reader {
  public:
   /// `what` names the kind of input in an io_error ("Matrix Market input", "edge list").
   line_reader(std::istream& in, const std::string& name, const char* what)
-      : in_{in}, name_{name}, what_{what} {
+      : in_{in}, quiet_{in}, name_{name}, what_{what} {
     errno = 0;
   }
 
@@ -95,6 +96,7 @@ class line_reader {
   }
 
   std::istream& in_;
+  stream_exceptions_off quiet_;
   const std::string& name_;
   const char* what_;
   std::string buffer_;
