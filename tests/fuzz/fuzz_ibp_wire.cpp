@@ -265,15 +265,7 @@ int main(int argc, char** argv) {
   // Edge: a raw header claiming 2^62 floats (n · 4 wraps to 0) in 64 bytes.
   {
     const std::uint64_t n = std::uint64_t{1} << 62;
-    ibp::wire_header h;
-    h.magic = ibp::wire_magic;
-    h.version = ibp::wire_version;
-    h.value_bytes = 4;
-    h.kind = ibp::wire_raw;
-    h.values = n;
-    h.payload_bytes = 0;
-    h.total_bytes = 64;
-    h.check = ibp::wire_check_word(h);
+    const ibp::wire_header h = ibp::make_raw_wire_header(n, 4);  // payload 0, total 64
     std::vector<std::byte> m;
     put_header(m, h);
     save(dir, "repro-wire-values-times-v-wraps", 2, n, m);

@@ -284,14 +284,9 @@ TEST(IbpWireFormat, HeadersWhoseSizesWrapAreRefused) {
   // A raw header claiming 2^62 floats: n x 4 wraps to 0, so payload 0 and total 64 "matched".
   {
     const std::uint64_t n = std::uint64_t{1} << 62;
-    ibp::wire_header h;
-    h.magic = ibp::wire_magic;
-    h.version = ibp::wire_version;
-    h.value_bytes = 4;
-    h.kind = ibp::wire_raw;
-    h.values = n;
-    h.total_bytes = 64;
-    h.check = ibp::wire_check_word(h);
+    const ibp::wire_header h = ibp::make_raw_wire_header(n, 4);
+    ASSERT_EQ(h.payload_bytes, 0u);
+    ASSERT_EQ(h.total_bytes, 64u);
     ibp::wire_layout w;
     EXPECT_EQ(ibp::check_wire_header(h, 64, n, 4, w), wire_fault::values);
     std::vector<std::byte> m(64);
