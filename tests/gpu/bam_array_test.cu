@@ -3,8 +3,9 @@
 // writes and atomic adds by many warps, flushed back to the host memory and compared with
 // the expected values; lanes of a warp on one line and on different lines; the naive
 // (uncoalesced) policy; an index past the end and a cache whose only slot is pinned give a
-// status, not a hang or a wrong value. Outputs are poisoned with 0xFF bytes first; inputs are
-// random with fixed seeds.
+// status, not a hang or a wrong value; hundreds of warps on a cache of a few slots read,
+// write and add with no cache_full reported and every value right after the flush. Outputs
+// are poisoned with 0xFF bytes first; inputs are random with fixed seeds.
 #include <squeeze/bam/array.cuh>
 #include <squeeze/bam/io_service.hpp>
 #include <squeeze/core/buffer.hpp>
@@ -90,6 +91,58 @@ void pinned_full_kernel(Ref a, std::uint32_t* out) {
   const auto line = a.warp_pin(0);
   out[threadIdx.x] = a.read(a.line_elements() + threadIdx.x);
   a.warp_unpin(line);
+}
+
+// The contended test's data: [0, read_words) read only, then the words each thread owns
+// (thread t: read_words + t + j * threads), then `counters` words of atomic adds.
+struct contended_layout {
+  std::uint64_t read_words = 0;
+  std::uint64_t threads = 0;
+  std::uint32_t owned_per_thread = 0;
+  std::uint32_t reads_per_thread = 0;
+  std::uint32_t counters = 0;
+  std::uint32_t adds_per_thread = 0;
+
+  SQUEEZE_HOST_DEVICE std::uint64_t owned_begin() const { return read_words; }
+  SQUEEZE_HOST_DEVICE std::uint64_t counters_begin() const {
+    return read_words + threads * owned_per_thread;
+  }
+  SQUEEZE_HOST_DEVICE std::uint64_t size() const { return counters_begin() + counters; }
+  // The k-th read of thread t (splitmix64 of both, so warps scatter over every line).
+  SQUEEZE_HOST_DEVICE std::uint64_t read_index(std::uint64_t t, std::uint32_t k) const {
+    std::uint64_t z = t * 0x9e3779b97f4a7c15ull + k + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) % read_words;
+  }
+  SQUEEZE_HOST_DEVICE static std::uint32_t owned_value(std::uint64_t e, std::uint32_t round) {
+    return static_cast<std::uint32_t>(e * 2654435761u) ^ (0x3c6ef372u * (round + 1));
+  }
+  SQUEEZE_HOST_DEVICE std::uint64_t counter_of(std::uint64_t t, std::uint32_t k) const {
+    return counters_begin() + (t * 7 + k) % counters;
+  }
+};
+
+// Every thread interleaves its reads of the read-only part (stored to got[t][k]), two
+// rounds of writes to each word it owns (each read back at once) and its atomic adds, so
+// that misses, hits, dirty evictions and adds on a few hot lines all race on the slots.
+template <class Ref>
+SQUEEZE_KERNEL(256)
+void contended_kernel(Ref a, contended_layout l, std::uint32_t* got, unsigned* mismatches) {
+  const std::uint64_t t = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (t >= l.threads) return;
+  const std::uint32_t steps =
+      max(l.reads_per_thread, max(2 * l.owned_per_thread, l.adds_per_thread));
+  for (std::uint32_t k = 0; k < steps; ++k) {
+    if (k < l.reads_per_thread) got[t * l.reads_per_thread + k] = a.read(l.read_index(t, k));
+    if (k < 2 * l.owned_per_thread) {
+      const std::uint64_t e = l.owned_begin() + t + (k / 2) * l.threads;
+      const std::uint32_t v = contended_layout::owned_value(e, k % 2);
+      a.write(e, v);
+      if (a.read(e) != v) atomicAdd(mismatches, 1u);
+    }
+    if (k < l.adds_per_thread) a.atomic_add(l.counter_of(t, k), 1u);
+  }
 }
 
 std::vector<std::uint32_t> random_words(std::uint64_t n, std::uint64_t seed) {
@@ -228,6 +281,76 @@ TEST(BamArray, AtomicAddsAreNotLost) {
   device.copy_to(std::span<std::uint32_t>{got}, nullptr);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   EXPECT_EQ(got, expected);
+}
+
+// Far more warps than slots (528 warps on 4 and on 32 slots of 512 B): no warp may be told
+// cache_full (no slot is pinned for long: every access holds its line for a few loads), every
+// read returns the host's value, and after the flush the host memory holds every write and
+// every add.
+TEST(BamArray, ManyMoreWarpsThanSlotsLoseNothing) {
+  SQUEEZE_REQUIRE_GPU();
+  contended_layout l;
+  l.read_words = 128 * 1024;  // 1024 lines of 512 B
+  l.threads = 66 * 256;
+  l.owned_per_thread = 3;
+  l.reads_per_thread = 8;
+  l.counters = 192;  // hot words: a line and a half
+  l.adds_per_thread = 4;
+  const auto host = random_words(l.size(), 51);
+  std::vector<std::uint32_t> want_got(l.threads * l.reads_per_thread);
+  for (std::uint64_t t = 0; t < l.threads; ++t) {
+    for (std::uint32_t k = 0; k < l.reads_per_thread; ++k) {
+      want_got[t * l.reads_per_thread + k] = host[l.read_index(t, k)];
+    }
+  }
+  std::vector<std::uint32_t> want = host;
+  for (std::uint64_t e = l.owned_begin(); e < l.counters_begin(); ++e) {
+    want[e] = contended_layout::owned_value(e, 1);
+  }
+  for (std::uint64_t t = 0; t < l.threads; ++t) {
+    for (std::uint32_t k = 0; k < l.adds_per_thread; ++k) ++want[l.counter_of(t, k)];
+  }
+
+  auto mapped = mapped_copy(host);
+  core::device_buffer<std::uint32_t> got{want_got.size()};
+  core::device_buffer<unsigned> mismatches{1};
+  for (const std::uint64_t slots : {4ul, 32ul}) {
+    SCOPED_TRACE("slots " + std::to_string(slots));
+    std::memcpy(mapped.data(), host.data(), host.size() * sizeof(std::uint32_t));
+    got.fill_bytes(0xFF, nullptr);
+    mismatches.fill_bytes(0, nullptr);
+    bam::array<std::uint32_t, bam::cached_host_memory> a{mapped, {512, slots}};
+    ASSERT_EQ(a.size(), l.size());
+    contended_kernel<<<static_cast<unsigned>((l.threads + 255) / 256), 256>>>(
+        a.ref(), l, got.data(), mismatches.data());
+    SQUEEZE_CHECK_LAUNCH();
+    a.flush(nullptr);
+    EXPECT_NO_THROW(a.check()) << "a status (cache_full?) with " << slots << " slots";
+    unsigned bad_readbacks = 1;
+    SQUEEZE_CUDA_TRY(
+        cudaMemcpy(&bad_readbacks, mismatches.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(bad_readbacks, 0u) << "writes not read back at once";
+    std::vector<std::uint32_t> got_host(want_got.size());
+    got.copy_to(std::span<std::uint32_t>{got_host}, nullptr);
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+    std::uint64_t bad = 0;
+    for (std::uint64_t i = 0; i < want_got.size(); ++i) bad += got_host[i] != want_got[i];
+    EXPECT_EQ(bad, 0u) << "of " << want_got.size() << " reads";
+    std::uint64_t bad_read_only = 0, bad_owned = 0, bad_counters = 0;
+    for (std::uint64_t e = 0; e < l.size(); ++e) {
+      const bool differs = mapped.data()[e] != want[e];
+      if (e < l.owned_begin()) {
+        bad_read_only += differs;
+      } else if (e < l.counters_begin()) {
+        bad_owned += differs;
+      } else {
+        bad_counters += differs;
+      }
+    }
+    EXPECT_EQ(bad_read_only, 0u) << "read-only words changed in host memory";
+    EXPECT_EQ(bad_owned, 0u) << "writes missing in host memory after the flush";
+    EXPECT_EQ(bad_counters, 0u) << "atomic adds missing in host memory after the flush";
+  }
 }
 
 TEST(BamArray, PinnedLinesSumLikeTheHost) {

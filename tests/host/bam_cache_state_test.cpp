@@ -1,11 +1,16 @@
 // bam's cache state machine on the host: hits and misses, clock order with second chance,
 // dirty victims, abandon, cache_full, flush, validation, and std::threads hammering a tiny
 // cache over a simulated backing (no lost write, every read exact, with injected failures).
+// cache_full only when every slot is pinned: a slot being filled, evicted or written back is
+// waited for; threads that all hold pins all get cache_full; many more threads than slots
+// with fewer pins than slots never see it.
 #include <squeeze/bam/cache_state.hpp>
+#include <squeeze/core/backoff.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +18,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <semaphore>
 #include <set>
 #include <string>
 #include <thread>
@@ -71,6 +77,47 @@ void expect_quiescent_and_consistent(const bam::cache_state_ref& cs) {
     }
   }
 }
+
+// acquire(line) on a thread of its own, so that a test can see it wait, and for what.
+class pending_acquire {
+ public:
+  pending_acquire(const bam::cache_state_ref& cs, std::uint64_t line)
+      : thread_{[this, cs, line] {
+          result_ = cs.acquire(line);
+          done_.store(true);
+        }} {}
+  pending_acquire(const pending_acquire&) = delete;
+  pending_acquire& operator=(const pending_acquire&) = delete;
+  ~pending_acquire() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // True when acquire has not returned `ms` milliseconds from now (so it waits for something
+  // the test holds; it may also just not have run yet, so this alone proves nothing).
+  [[nodiscard]] bool waiting_after(int ms) const {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return !done_.load();
+  }
+
+  // The result, once acquire returns; a hang aborts with a message instead of hanging.
+  bam::acquire_result get() {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done_.load()) {
+      if (std::chrono::steady_clock::now() > limit) {
+        std::fprintf(stderr, "acquire did not return within 60 s\n");
+        std::abort();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  bam::acquire_result result_;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 }  // namespace
 
@@ -468,6 +515,154 @@ TEST(BamCacheState, OneFetcherPerMissingLine) {
   }
 }
 
+// The cache has one slot. Whenever it is in transition (being filled, its dirty victim being
+// evicted, its line written back by a flush), a miss on another line waits instead of
+// reporting cache_full: nobody pins that slot. Once the slot is pinned, cache_full.
+TEST(BamCacheStateThreads, ASlotInTransitionIsWaitedForNotReportedFull) {
+  bam::host_cache_state owner{16, 1};
+  const bam::cache_state_ref cs = owner.ref();
+
+  // 1. Being filled (CLAIMED, line 0 BUSY): the miss on line 1 waits, then takes the slot
+  //    once line 0 is published and released.
+  const bam::acquire_result fill = cs.acquire(0);
+  ASSERT_EQ(fill.st, status::ok);
+  ASSERT_TRUE(fill.must_fill);
+  {
+    pending_acquire miss{cs, 1};
+    EXPECT_TRUE(miss.waiting_after(20)) << "returned while the only slot was being filled";
+    cs.publish(0, fill.slot);
+    cs.release(0);
+    const bam::acquire_result r = miss.get();
+    ASSERT_EQ(r.st, status::ok) << "cache_full while the only slot was being filled";
+    ASSERT_TRUE(r.must_fill);
+    EXPECT_EQ(r.slot, 0u);
+    EXPECT_EQ(r.writeback_line, bam::no_line);
+    EXPECT_FALSE(cs.state(0).valid);
+    cs.publish(1, r.slot);
+    cs.mark_dirty(1);
+    cs.release(1);
+  }
+
+  // 2. Its dirty victim being evicted (CLAIMED, line 1 VALID|DIRTY|BUSY): the miss on line 3
+  //    waits; when line 2 is published and still pinned by its fetcher, it is cache_full.
+  const bam::acquire_result evict = cs.acquire(2);
+  ASSERT_EQ(evict.st, status::ok);
+  ASSERT_EQ(evict.writeback_line, 1u);
+  {
+    pending_acquire miss{cs, 3};
+    EXPECT_TRUE(miss.waiting_after(20)) << "returned while the only slot was being evicted";
+    cs.finish_eviction(1);
+    EXPECT_TRUE(miss.waiting_after(5)) << "returned while the only slot was being filled";
+    cs.publish(2, evict.slot);  // the fetcher keeps its pin
+    const bam::acquire_result r = miss.get();
+    EXPECT_EQ(r.st, status::cache_full);
+    EXPECT_EQ(r.slot, bam::no_slot);
+    EXPECT_FALSE(r.must_fill);
+    const bam::line_state undone = cs.state(3);
+    EXPECT_FALSE(undone.valid || undone.busy || undone.pins != 0);
+  }
+  cs.mark_dirty(2);
+  cs.release(2);
+
+  // 3. Its line written back by a flush (line 2 VALID|DIRTY|BUSY, slot not claimed): the miss
+  //    on line 4 waits, then evicts line 2, clean by then, with nothing to write back.
+  ASSERT_TRUE(cs.begin_writeback(2));
+  {
+    pending_acquire miss{cs, 4};
+    EXPECT_TRUE(miss.waiting_after(20)) << "returned while the only line was written back";
+    cs.end_writeback(2);
+    const bam::acquire_result r = miss.get();
+    ASSERT_EQ(r.st, status::ok) << "cache_full while the only line was written back";
+    EXPECT_EQ(r.slot, 0u);
+    EXPECT_EQ(r.writeback_line, bam::no_line);
+    cs.publish(4, r.slot);
+    cs.release(4);
+  }
+  EXPECT_FALSE(cs.state(2).valid);
+  expect_quiescent_and_consistent(cs);
+}
+
+// Every slot deliberately pinned: each of many more threads than slots gets cache_full on
+// every miss, with nothing held after it, while hits on the pinned lines keep working; then
+// the shape of a deadlock, where every slot is pinned by a thread that asks for another line:
+// all of them get cache_full (none waits for the others' pins or claims).
+TEST(BamCacheStateThreads, EverySlotPinnedGivesCacheFullToEveryThread) {
+  constexpr std::uint32_t slots = 4;
+  constexpr int threads = 16;
+  constexpr int misses = 300;
+  bam::host_cache_state owner{1024, slots};
+  const bam::cache_state_ref cs = owner.ref();
+  for (std::uint64_t line = 0; line < slots; ++line) {
+    ASSERT_EQ(fill_clean(cs, line), line);  // pins kept
+  }
+  cs.mark_dirty(slots - 1);
+
+  std::atomic<int> fulls{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < misses; ++i) {
+        const std::uint64_t line = slots + static_cast<std::uint64_t>(t * misses + i) % 1000;
+        const bam::acquire_result r = cs.acquire(line);
+        if (r.st == status::cache_full && r.slot == bam::no_slot && !r.must_fill) {
+          fulls.fetch_add(1);
+        } else {
+          wrong.fetch_add(1);
+        }
+        const auto pinned = static_cast<std::uint32_t>(i % slots);
+        const bam::acquire_result hit = cs.acquire(pinned);
+        if (hit.st != status::ok || hit.must_fill || hit.slot != pinned) wrong.fetch_add(1);
+        if (hit.st == status::ok) cs.release(pinned);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(fulls.load(), threads * misses);
+  for (std::uint64_t line = slots; line < 1024; ++line) {
+    const bam::line_state s = cs.state(line);
+    ASSERT_FALSE(s.valid || s.busy || s.pins != 0) << "line " << line;
+  }
+  for (std::uint32_t slot = 0; slot < slots; ++slot) {
+    EXPECT_EQ(cs.state(slot).pins, 1u);
+    EXPECT_EQ(cs.slot(slot).owner, slot);
+    EXPECT_FALSE(cs.slot(slot).claimed);
+  }
+  EXPECT_TRUE(cs.state(slots - 1).dirty);
+  for (std::uint64_t line = 0; line < slots; ++line) cs.release(line);
+
+  // Thread t pins line t, the slots are all pinned, and each asks for more, many times.
+  std::barrier all_pinned{slots};
+  pool.clear();
+  for (std::uint32_t t = 0; t < slots; ++t) {
+    pool.emplace_back([&, t] {
+      const bam::acquire_result mine = cs.acquire(t);
+      if (mine.st != status::ok || mine.must_fill) wrong.fetch_add(1);
+      all_pinned.arrive_and_wait();
+      for (int i = 0; i < misses; ++i) {
+        if (cs.acquire(100 + t).st != status::cache_full) wrong.fetch_add(1);
+      }
+      all_pinned.arrive_and_wait();
+      cs.release(t);
+    });
+  }
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  expect_quiescent_and_consistent(cs);
+
+  // Nothing pinned any more: a miss takes a slot (line 3 written back first, so the victim
+  // is clean whichever it is).
+  ASSERT_TRUE(cs.begin_writeback(slots - 1));
+  cs.end_writeback(slots - 1);
+  const bam::acquire_result r = cs.acquire(999);
+  ASSERT_EQ(r.st, status::ok);
+  EXPECT_TRUE(r.must_fill);
+  EXPECT_EQ(r.writeback_line, bam::no_line);
+  cs.abandon(999, r.slot);
+  expect_quiescent_and_consistent(cs);
+}
+
 namespace {
 
 struct stress_config {
@@ -480,6 +675,16 @@ struct stress_config {
   double fetch_fail_rate;      // abandon instead of publish
   double writeback_fail_rate;  // abandon_eviction / cancel_writeback instead of writing back
   bool concurrent_flusher;     // a thread that writes dirty lines back while the others run
+  // Threads that may hold a pin or a probe at once (a permit from acquire to release); 0: no
+  // limit. A fetcher gives its permit back while it fills (its slot is in transition, not
+  // pinned) and takes one again without waiting to publish, or abandons the fetch and asks
+  // again; so fills are many, pins few. Fewer than the slots: no moment has every slot
+  // pinned, so any cache_full is a bug.
+  int max_pinning = 0;
+  // A thread that gets cache_full (it holds nothing: one pin per op) backs off and asks
+  // again, as the GPU's warp_acquire does, so that every op completes.
+  bool retry_full = false;
+  std::uint32_t eviction_rounds = bam::cache_state_ref::default_eviction_rounds;
 };
 
 // A simulated backing and cache. A line is `words` uint64: word 0 is a tag (the line
@@ -491,7 +696,7 @@ class simulation {
   explicit simulation(const stress_config& c)
       : config_{c},
         words_{1 + static_cast<std::size_t>(c.threads)},
-        owner_{c.lines, c.slots},
+        owner_{c.lines, c.slots, c.eviction_rounds},
         cs_{owner_.ref()},
         backing_(c.lines * words_, 0),
         slots_(std::size_t{c.slots} * words_, 0),
@@ -568,6 +773,16 @@ class simulation {
     EXPECT_GT(writes, 0u);
     EXPECT_EQ(writes, total_writes_.load());
     EXPECT_GT(completed_.load(), 0);
+    if (limited()) {
+      EXPECT_EQ(full_.load(), 0) << "cache_full while at most " << config_.max_pinning - 1
+                                 << " other threads could pin a line, with " << config_.slots
+                                 << " slots";
+      EXPECT_GT(starved_.load(), 0);  // fills outnumbered the permits at times
+    }
+    if ((limited() || config_.retry_full) && config_.fetch_fail_rate == 0 &&
+        config_.writeback_fail_rate == 0) {
+      EXPECT_EQ(completed_.load(), config_.threads * config_.ops_per_thread);
+    }
     EXPECT_GT(evictions_.load(), 0);
     EXPECT_GT(dirty_evictions_.load(), 0);
     if (config_.fetch_fail_rate > 0) {
@@ -582,13 +797,17 @@ class simulation {
   void report() const {
     std::printf(
         "[ %s ] ops done %d, cache_full %d, fills %d, evictions %d (dirty %d), abandons %d, "
-        "abandoned evictions %d, flushed %d\n",
+        "abandoned evictions %d, flushed %d, fills without a permit to publish %d\n",
         config_.name, completed_.load(), full_.load(), fills_.load(), evictions_.load(),
-        dirty_evictions_.load(), abandons_.load(), abandoned_evictions_.load(), flushed_.load());
+        dirty_evictions_.load(), abandons_.load(), abandoned_evictions_.load(), flushed_.load(),
+        starved_.load());
   }
 
  private:
   static constexpr std::uint64_t failed_fill = 0xdeadull;
+  enum class got { held, full, failed, starved };
+
+  bool limited() const { return config_.max_pinning > 0; }
   static std::uint64_t tag(std::uint64_t line) { return 0xabc0000000000000ull | line; }
 
   void copy_out(std::uint64_t line, std::uint32_t slot) {
@@ -617,19 +836,30 @@ class simulation {
     flushed_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Acquires `line` and fills it when asked; false when the cache was full or the read or
-  // the victim's write-back failed (then nothing is held).
-  bool get(std::uint64_t line, std::uint32_t& slot, std::mt19937_64& rng) {
-    const bam::acquire_result r = cs_.acquire(line);
-    if (r.st == status::cache_full) {
+  // Acquires `line` and fills it when asked. Nothing is held unless it returns `held`: full
+  // when the cache was, failed when the read or the victim's write-back failed, starved when
+  // no permit was left to publish (max_pinning). `permit`: whether this thread holds one.
+  got get(std::uint64_t line, std::uint32_t& slot, std::mt19937_64& rng, bool& permit) {
+    if (limited() && !permit) {
+      inside_.acquire();
+      permit = true;
+    }
+    bam::acquire_result r;
+    for (squeeze::core::backoff wait;; wait.pause()) {
+      r = cs_.acquire(line);
+      if (r.st != status::cache_full) break;
       full_.fetch_add(1, std::memory_order_relaxed);
-      return false;
+      if (!config_.retry_full) return got::full;
     }
     if (r.st != status::ok || r.slot >= config_.slots) {
       error("acquire returned " + std::string{squeeze::to_string(r.st)});
-      return false;
+      return got::failed;
     }
     if (r.must_fill) {
+      if (limited()) {  // a fetch pins no slot until publish
+        inside_.release();
+        permit = false;
+      }
       std::uniform_real_distribution<> u;
       if (r.writeback_line != bam::no_line) {
         if (slots_[r.slot * words_] != tag(r.writeback_line))
@@ -637,7 +867,7 @@ class simulation {
         if (u(rng) < config_.writeback_fail_rate) {
           cs_.abandon_eviction(line, r.slot, r.writeback_line);
           abandoned_evictions_.fetch_add(1, std::memory_order_relaxed);
-          return false;
+          return got::failed;
         }
         copy_out(r.writeback_line, r.slot);
         cs_.finish_eviction(r.writeback_line);
@@ -651,15 +881,24 @@ class simulation {
         slots_[r.slot * words_] = failed_fill;  // a read that failed halfway
         cs_.abandon(line, r.slot);
         abandons_.fetch_add(1, std::memory_order_relaxed);
-        return false;
+        return got::failed;
       }
       copy_in(line, r.slot);
       if (u(rng) < 0.05) std::this_thread::yield();  // a slow read widens the races
+      if (limited()) {
+        if (!inside_.try_acquire()) {  // waiting here could wait for a sweep that waits for us
+          slots_[r.slot * words_] = failed_fill;
+          cs_.abandon(line, r.slot);
+          starved_.fetch_add(1, std::memory_order_relaxed);
+          return got::starved;
+        }
+        permit = true;
+      }
       cs_.publish(line, r.slot);
       fills_.fetch_add(1, std::memory_order_relaxed);
     }
     slot = r.slot;
-    return true;
+    return got::held;
   }
 
   // Reads (checks the tag and this thread's word) or writes (adds 1 to it and marks dirty).
@@ -692,12 +931,15 @@ class simulation {
     std::bernoulli_distribution pick_hot{0.5};
     std::bernoulli_distribution is_write{0.4};
     for (int op = 0; op < config_.ops_per_thread; ++op) {
+      bool permit = false;
       std::uint64_t lines[2] = {};
       std::uint32_t slots[2] = {};
       int held = 0;
       for (int k = 0; k < config_.pins_per_op; ++k) {
         const std::uint64_t line = pick_hot(rng) ? hot(rng) : any(rng);
-        if (!get(line, slots[held], rng)) break;
+        got g = get(line, slots[held], rng, permit);
+        while (g == got::starved) g = get(line, slots[held], rng, permit);
+        if (g != got::held) break;
         lines[held++] = line;
       }
       for (int k = 0; k < held; ++k) {
@@ -706,6 +948,7 @@ class simulation {
         use(t, lines[k], slots[k], !dup && is_write(rng));
       }
       for (int k = held - 1; k >= 0; --k) cs_.release(lines[k]);
+      if (permit) inside_.release();
       if (held == config_.pins_per_op) completed_.fetch_add(1, std::memory_order_relaxed);
     }
   }
@@ -714,17 +957,24 @@ class simulation {
   std::size_t words_;
   bam::host_cache_state owner_;
   bam::cache_state_ref cs_;
-  std::vector<std::uint64_t> backing_;                // [lines][words]
-  std::vector<std::uint64_t> slots_;                  // [slots][words]
-  std::vector<std::vector<std::uint64_t>> expected_;  // [threads][lines], thread-private
+  std::vector<std::uint64_t> backing_;                     // [lines][words]
+  std::vector<std::uint64_t> slots_;                       // [slots][words]
+  std::vector<std::vector<std::uint64_t>> expected_;       // [threads][lines], thread-private
+  std::counting_semaphore<> inside_{config_.max_pinning};  // permits to pin
   std::atomic<int> read_errors_{0};
   std::string first_error_;
   std::atomic<std::uint64_t> total_writes_{0};
   std::atomic<int> completed_{0}, full_{0}, fills_{0}, evictions_{0}, dirty_evictions_{0},
-      abandons_{0}, abandoned_evictions_{0}, flushed_{0};
+      abandons_{0}, abandoned_evictions_{0}, flushed_{0}, starved_{0};
 };
 
 void stress(const stress_config& c) {
+  // A thread that retries cache_full must hold nothing: with two pins it could wait for
+  // threads that wait for it.
+  ASSERT_TRUE(!c.retry_full || c.pins_per_op == 1);
+  // One permit covers one pin; fewer permits than slots.
+  ASSERT_TRUE(c.max_pinning == 0 || (c.pins_per_op == 1 && !c.retry_full));
+  ASSERT_LT(c.max_pinning, static_cast<int>(c.slots));
   simulation sim{c};
   sim.run();
   sim.flush_all();
@@ -752,4 +1002,23 @@ TEST(BamCacheStateThreads, InjectedFetchAndWritebackFailures) {
 
 TEST(BamCacheStateThreads, OneSlot) {
   stress({"8 threads, 1 slot, 16 lines, failures", 8, 1, 16, 2000, 1, 0.05, 0.05, true});
+}
+
+// Many more threads than slots, most of them filling slots (in transition) and only a few
+// pinning lines at once (a permit each, the thread that asks included): at any moment some
+// slot is free or in transition, so acquire must never say cache_full, however the clock
+// fares (one round of probes only, then the sweep decides). With one permit nobody else
+// holds a pin while a thread asks, so cache_full is impossible; with two, the one other
+// pinned line would have to move to every one of the 8 slots during one sweep.
+TEST(BamCacheStateThreads, MoreThreadsThanSlotsFewerPinsNeverFull) {
+  stress({"32 threads, 8 slots, 2 may pin, 1 round", 32, 8, 256, 1500, 1, 0.0, 0.0, true, 2, false,
+          1});
+  stress({"48 threads, 4 slots, 1 may pin", 48, 4, 128, 1000, 1, 0.0, 0.0, true, 1});
+}
+
+// The GPU's case on the host: 64 threads on 4 slots, each op retried on cache_full (every
+// slot pinned by the others, briefly) until it completes, as warp_acquire does, with a
+// flusher running; every read exact, every write in the backing after the flush.
+TEST(BamCacheStateThreads, SixtyFourThreadsOnFourSlotsRetryUntilDone) {
+  stress({"64 threads, 4 slots, 512 lines, retry", 64, 4, 512, 1500, 1, 0.0, 0.0, true, 0, true});
 }

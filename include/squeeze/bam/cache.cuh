@@ -162,10 +162,16 @@ SQUEEZE_DEVICE std::uint64_t global_ns() {
 
 }  // namespace detail
 
-/// How long a warp keeps asking for a slot while every slot is pinned before it reports
-/// status::cache_full: pins are held only while other warps use their lines, so a real
-/// wait is short; a warp that holds a pin and asks for another line while every other slot
-/// is pinned (nobody will release) gets the status instead of hanging.
+/// How long a warp keeps asking for a slot after the state machine first told it that every
+/// slot is pinned, before it reports status::cache_full. cache_state_ref::try_acquire says
+/// cache_full only when its sweep saw every slot pinned (slots in transition, being filled,
+/// evicted or written back, are waited for inside it), so this bound is about pins alone: a
+/// warp cannot tell pins that other warps release within microseconds (more warps than slots
+/// is the normal case) from pins that nobody will release (a warp that holds a warp_pin and
+/// reads another line while every other slot is pinned, or several warps doing that to each
+/// other). The bound turns the second case into a status instead of a hang; it is long so
+/// that the first case, under a time-sliced or heavily oversubscribed GPU, never reaches
+/// the caller. Time spent waiting for a BUSY line does not count. Not tuned by measurement.
 inline constexpr std::uint64_t cache_full_timeout_ns = 100'000'000;
 
 /// The lanes `active` (all of them call it, all with the same `line`) get that line:
@@ -178,12 +184,21 @@ SQUEEZE_DEVICE held_line warp_acquire(const cache_ref& cache, const Source& sour
   acquire_result r;
   if (core::arch::lane_id() == leader) {
     core::backoff wait;
-    const std::uint64_t start = detail::global_ns();
+    bool full = false;             // the state machine has said cache_full to this warp
+    std::uint64_t full_since = 0;  // when it first did
     for (;;) {
       r = cache.state.try_acquire(line);
-      const bool retry = r.busy || (r.st == status::cache_full &&
-                                    detail::global_ns() - start < cache_full_timeout_ns);
-      if (!retry) break;
+      if (r.st == status::cache_full) {
+        const std::uint64_t now = detail::global_ns();
+        if (!full) {
+          full = true;
+          full_since = now;
+        } else if (now - full_since >= cache_full_timeout_ns) {
+          break;  // every slot pinned at the last try, and no slot had for this long
+        }
+      } else if (!r.busy) {
+        break;
+      }
       wait.pause();
     }
     if (r.st == status::ok && r.must_fill && r.writeback_line != no_line) {

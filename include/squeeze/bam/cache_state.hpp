@@ -77,21 +77,33 @@
 //     miss   (not VALID, not BUSY): the probe's pin becomes the fetcher's pin and the line
 //            turns BUSY (CAS), so exactly one thread fetches a missing line. It then takes a
 //            slot by clock: hand.fetch_add(1) picks a slot; a CLAIMED slot is skipped, a
-//            REFERENCE bit is cleared and the slot skipped (second chance), otherwise the
-//            slot is CLAIMED and its owner checked: an empty slot is taken, an owner that is
-//            VALID, not BUSY, pins 0 is evicted by one CAS on its line word (a clean owner
-//            becomes INVALID, a dirty one VALID|DIRTY|BUSY and comes back in
-//            r.writeback_line), anything else un-claims the slot and the clock moves on.
-//            Returns r.must_fill with the slot CLAIMED and the line BUSY.
-//     full   after `eviction_rounds` rounds of 2 * num_slots probes (a thread alone sweeps
-//            every slot twice per round, enough to clear every REFERENCE bit and then find
-//            any victim; rounds after the first start with a backoff) without a victim,
-//            the claim is undone (line INVALID again, no slot held) and acquire returns
-//            status::cache_full. Defined and without deadlock: acquire never waits for a pin
-//            to drop. It means that every slot it looked at was pinned, being filled or
-//            being written back; the caller releases what it holds and retries, or reports.
-//            Under many concurrent fetchers on a small cache it can also mean that the others
-//            kept taking the free slots: size the cache for the fetches in flight.
+//            REFERENCE bit is cleared and the slot skipped (second chance), a slot whose
+//            owner looks pinned or BUSY is skipped unclaimed; otherwise the slot is CLAIMED and
+//            its owner checked again: an empty slot is taken, an owner that is VALID, not BUSY,
+//            pins 0 is evicted by one CAS on its line word (a clean owner becomes INVALID, a
+//            dirty one VALID|DIRTY|BUSY and comes back in r.writeback_line), anything else
+//            un-claims the slot and the clock moves on. Returns r.must_fill with the slot
+//            CLAIMED and the line BUSY.
+//     sweep  after `eviction_rounds` rounds of 2 * num_slots probes without a victim (a thread
+//            alone sweeps every slot twice per round; with other fetchers on the hand, hits
+//            setting REFERENCE again and slots in transition, it may not), one pass over every
+//            slot from the hand on, REFERENCE ignored, decides. Each slot is
+//              free          empty, or its owner VALID, not BUSY, pins 0: taken as above;
+//              in transition CLAIMED (another fetcher deciding or filling), its owner BUSY
+//                            (a write-back or an eviction running) or not yet VALID (being
+//                            published), or the slot word changed during the look;
+//              pinned        its owner VALID, not BUSY, pins > 0, the slot unchanged around
+//                            the look.
+//            A free slot is taken. Some slot in transition: back to the clock after a backoff
+//            (every transition ends without any pin being released: the thread that holds it
+//            does not call acquire meanwhile, see the caller rules). Every slot pinned:
+//     full   the claim is undone (line INVALID again, no slot held) and acquire returns
+//            status::cache_full. So cache_full means that the pass saw every slot pinned, each
+//            at the moment it looked at it; pins count the probes of try_acquire too, which
+//            last a few instructions. Defined and without deadlock: acquire never waits for a
+//            pin to drop, and a thread that finds only pins claims nothing, so threads that all
+//            hold pins and all ask for more all get cache_full. The caller releases what it
+//            holds and retries, or reports.
 //
 //   after a miss, the caller:
 //     1. if r.writeback_line != no_line: writes the slot's data (still the victim's) to the
@@ -136,9 +148,11 @@
 // Caller rules (breaking them is a hang or corruption, not a status):
 //   - a thread that holds a fetch (BUSY from acquire), an eviction or a write-back does not
 //     call acquire before it has published / abandoned / finished it: a waiter on that line
-//     would wait for itself. On the GPU, coalesce the lanes that want one line first
-//     (__match_any_sync) so one leader acquires it, and do not acquire a line for one lane
-//     while another lane of the same warp must help fill a different line.
+//     would wait for itself, and a miss on another line could wait in its sweep for the
+//     transition this thread holds. Pins may be held (nobody waits for a pin). On the GPU,
+//     coalesce the lanes that want one line first (__match_any_sync) so one leader acquires
+//     it, and do not acquire a line for one lane while another lane of the same warp must
+//     help fill a different line.
 //   - at most 2^29 - 1 pins and probes at once on one line (far above the threads a GPU
 //     keeps resident).
 //   - publish / abandon / finish_eviction / release / mark_dirty / end_writeback only for
@@ -251,7 +265,8 @@ class cache_state_ref {
   static constexpr std::uint64_t claimed_bit = std::uint64_t{1} << 63;
   static constexpr std::uint64_t reference_bit = std::uint64_t{1} << 62;
   static constexpr std::uint64_t owner_mask = reference_bit - 1;
-  /// Rounds of 2 * num_slots clock probes before acquire gives up with cache_full.
+  /// Rounds of 2 * num_slots clock probes before a sweep over every slot decides (a victim,
+  /// cache_full when every slot is pinned, or more rounds while some slot is in transition).
   static constexpr std::uint32_t default_eviction_rounds = 4;
 
   cache_state_ref() = default;
@@ -282,8 +297,10 @@ class cache_state_ref {
   SQUEEZE_HOST_DEVICE std::uint32_t eviction_rounds() const { return eviction_rounds_; }
 
   /// Pins `line` (hit), or makes this thread its fetcher (must_fill, with a claimed slot and
-  /// maybe a dirty victim to write back first), or returns cache_full / out_of_bounds with
-  /// nothing held. Waits while another thread fetches, evicts or writes back the line.
+  /// maybe a dirty victim to write back first), or returns cache_full (every slot seen
+  /// pinned) / out_of_bounds with nothing held. Waits while another thread fetches, evicts
+  /// or writes back the line, and on a miss while no slot is free and some slot is in
+  /// transition; never for a pin.
   [[nodiscard]] SQUEEZE_HOST_DEVICE acquire_result acquire(std::uint64_t line) const {
     core::backoff wait;
     for (;;) {
@@ -437,56 +454,114 @@ class cache_state_ref {
     }
   }
 
-  /// This thread holds `line` BUSY with one pin: find it a slot by clock, or undo.
+  /// What one look at a slot found.
+  enum class slot_verdict : std::uint8_t {
+    taken,          ///< this thread claimed it (r says for what)
+    pinned,         ///< its owner is VALID, not BUSY, with pins > 0
+    in_transition,  ///< claimed, being published, written back or evicted, or changing hands
+  };
+
+  /// This thread holds `line` BUSY with one pin: find it a slot, or undo when every slot is
+  /// pinned. Clock rounds first; when they find no victim, a sweep over every slot decides.
   SQUEEZE_HOST_DEVICE acquire_result fetch(std::uint64_t line) const {
     acquire_result r;
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> hand{*hand_};
     const std::uint64_t probes = 2 * std::uint64_t{num_slots_};
     core::backoff wait;
-    for (std::uint32_t round = 0; round < eviction_rounds_; ++round) {
-      if (round > 0) wait.pause();
-      for (std::uint64_t probe = 0; probe < probes; ++probe) {
-        const auto s = static_cast<std::uint32_t>(
-            hand.fetch_add(1, cuda::std::memory_order_relaxed) % num_slots_);
-        auto sw = slot_word(s);
-        std::uint64_t w = sw.load(cuda::std::memory_order_relaxed);
-        if (w & claimed_bit) continue;  // another thread is deciding about it or filling it
-        if (w & reference_bit) {        // second chance; a CAS so a claimed word is untouched
-          sw.compare_exchange_strong(w, w & ~reference_bit, cuda::std::memory_order_relaxed,
-                                     cuda::std::memory_order_relaxed);
-          continue;
-        }
-        if (!sw.compare_exchange_strong(w, w | claimed_bit, cuda::std::memory_order_acquire,
-                                        cuda::std::memory_order_relaxed)) {
-          continue;
-        }
-        r.slot = s;
-        r.must_fill = true;
-        const std::uint64_t owner = w & owner_mask;
-        if (owner == 0) return r;  // empty
-        // We hold the slot's claim, so its owner cannot leave it under us (no ABA): evict it
-        // when it is VALID, not BUSY and unpinned, in one CAS that fails on any pin or probe.
-        const std::uint64_t victim = owner - 1;
-        auto vw = line_word(victim);
-        std::uint32_t v = vw.load(cuda::std::memory_order_relaxed);
-        if ((v & (valid_bit | busy_bit | pin_mask)) == valid_bit) {
-          const bool dirty = (v & dirty_bit) != 0;
-          if (vw.compare_exchange_strong(v, dirty ? (v | busy_bit) : 0u,
-                                         cuda::std::memory_order_acq_rel,
-                                         cuda::std::memory_order_relaxed)) {
-            if (dirty) r.writeback_line = victim;
-            return r;
+    for (;;) {
+      for (std::uint32_t round = 0; round < eviction_rounds_; ++round) {
+        if (round > 0) wait.pause();
+        for (std::uint64_t probe = 0; probe < probes; ++probe) {
+          const auto s = static_cast<std::uint32_t>(
+              hand.fetch_add(1, cuda::std::memory_order_relaxed) % num_slots_);
+          auto sw = slot_word(s);
+          std::uint64_t w = sw.load(cuda::std::memory_order_relaxed);
+          if (w & claimed_bit) continue;  // another thread is deciding about it or filling it
+          if (w & reference_bit) {        // second chance; a CAS so a claimed word is untouched
+            sw.compare_exchange_strong(w, w & ~reference_bit, cuda::std::memory_order_relaxed,
+                                       cuda::std::memory_order_relaxed);
+            continue;
           }
+          if (try_take(s, w, r) == slot_verdict::taken) return r;
         }
-        // Keep any REFERENCE a hit set meanwhile.
-        sw.fetch_and(~claimed_bit, cuda::std::memory_order_release);
-        r.slot = no_slot;
-        r.must_fill = false;
       }
+      const slot_verdict v = sweep(r);
+      if (v == slot_verdict::taken) return r;
+      if (v == slot_verdict::pinned) break;
+      wait.pause();  // some slot is in transition: it ends without any pin being released
     }
     line_word(line).fetch_sub(busy_bit + 1, cuda::std::memory_order_release);
     r.st = status::cache_full;
     return r;
+  }
+
+  /// One look at every slot, from the hand on, REFERENCE bits ignored: takes the first slot
+  /// that is empty or holds an unpinned line; otherwise `pinned` when every slot was seen
+  /// pinned, `in_transition` when some slot was not.
+  SQUEEZE_HOST_DEVICE slot_verdict sweep(acquire_result& r) const {
+    const std::uint64_t start =
+        cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>{*hand_}.load(
+            cuda::std::memory_order_relaxed);
+    slot_verdict verdict = slot_verdict::pinned;
+    for (std::uint32_t i = 0; i < num_slots_; ++i) {
+      const auto s = static_cast<std::uint32_t>((start + i) % num_slots_);
+      const std::uint64_t w = slot_word(s).load(cuda::std::memory_order_relaxed);
+      const slot_verdict v =
+          (w & claimed_bit) != 0 ? slot_verdict::in_transition : try_take(s, w, r);
+      if (v == slot_verdict::taken) return v;
+      if (v == slot_verdict::in_transition) verdict = v;
+    }
+    return verdict;
+  }
+
+  /// Slot `s` was read as `w`, not CLAIMED. Takes it when it is empty or its owner is VALID,
+  /// not BUSY and unpinned: claims it, then evicts the owner in one CAS on its line word that
+  /// fails on any pin or probe (r.slot, r.must_fill, r.writeback_line set). Otherwise says
+  /// why not. A slot whose owner looks pinned is never claimed, so threads that only find
+  /// pins leave no CLAIMED bit behind for each other to mistake for a transition.
+  SQUEEZE_HOST_DEVICE slot_verdict try_take(std::uint32_t s, std::uint64_t w,
+                                            acquire_result& r) const {
+    auto sw = slot_word(s);
+    const std::uint64_t owner = w & owner_mask;
+    if (owner != 0) {
+      const std::uint32_t v = line_word(owner - 1).load(cuda::std::memory_order_relaxed);
+      if ((v & (valid_bit | busy_bit)) != valid_bit) return slot_verdict::in_transition;
+      if ((v & pin_mask) != 0) {
+        // Pinned, provided the slot still held that owner, unclaimed, around the look.
+        const std::uint64_t again = sw.load(cuda::std::memory_order_relaxed);
+        return (again & (claimed_bit | owner_mask)) == owner ? slot_verdict::pinned
+                                                             : slot_verdict::in_transition;
+      }
+    }
+    // Claim it; a REFERENCE bit that a hit sets meanwhile does not stop us, anything else does.
+    while (!sw.compare_exchange_weak(w, w | claimed_bit, cuda::std::memory_order_acquire,
+                                     cuda::std::memory_order_relaxed)) {
+      if ((w & (claimed_bit | owner_mask)) != owner) return slot_verdict::in_transition;
+    }
+    if (owner == 0) {  // empty
+      r.slot = s;
+      r.must_fill = true;
+      return slot_verdict::taken;
+    }
+    // We hold the slot's claim, so its owner cannot leave it under us (no ABA): evict it
+    // when it is VALID, not BUSY and unpinned. A failed CAS means the word changed (a probe,
+    // a pin, a mark_dirty): look again.
+    const std::uint64_t victim = owner - 1;
+    auto vw = line_word(victim);
+    std::uint32_t v = vw.load(cuda::std::memory_order_relaxed);
+    while ((v & (valid_bit | busy_bit | pin_mask)) == valid_bit) {
+      const bool dirty = (v & dirty_bit) != 0;
+      if (vw.compare_exchange_weak(v, dirty ? (v | busy_bit) : 0u, cuda::std::memory_order_acq_rel,
+                                   cuda::std::memory_order_relaxed)) {
+        r.slot = s;
+        r.must_fill = true;
+        if (dirty) r.writeback_line = victim;
+        return slot_verdict::taken;
+      }
+    }
+    sw.fetch_and(~claimed_bit, cuda::std::memory_order_release);  // keep a REFERENCE set meanwhile
+    return (v & (valid_bit | busy_bit)) == valid_bit ? slot_verdict::pinned
+                                                     : slot_verdict::in_transition;
   }
 
   std::uint64_t* hand_ = nullptr;     // [1]
