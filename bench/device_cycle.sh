@@ -38,11 +38,9 @@ for stage in "${stages[@]}"; do
       run build.log cmake --build --preset bench -j 16 ;;
     test)
       run tests.log ctest --test-dir "$build" -L "gpu|host" --output-on-failure -j 4 ;;
-    sanitize)
-      run sanitize.log compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
-        "$build/tests/squeeze_gpu_tests" --gtest_filter='*WarpCopyBounded*:*Readable*:*WholeEdge*:*BlockCopyEveryAlignment*:*WarpCopyEveryAlignment*:*AsyncTest*:*Gather*Mapped_row257*:*Gather*Device_row17*:Gather.*:CoreGpu.*:*IbpGather*'
-      run sanitize.log compute-sanitizer --tool racecheck --error-exitcode 1 \
-        "$build/tests/squeeze_gpu_tests" --gtest_filter='*AsyncTest*DeviceMemory*:*Gather*Device_row257*' ;;
+    sanitize)  # every GPU test program under the four tools; SANITIZE_SHARD=I/N splits it
+      run sanitize.log tools/sanitize.sh -b "$build" -o "$OUT/sanitize" \
+        ${SANITIZE_SHARD:+-s "$SANITIZE_SHARD"} ${SANITIZE_TOOLS:-} ;;
     bench)
       run bench.log "$build/bench/squeeze_bench_xfer" --benchmark_out="$OUT/xfer_${gpu}_${stamp}.json" \
         --benchmark_out_format=json ;;
