@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
-#                         [coll-build] [coll-test] [coll-bench] [coll-links] [ibp-wire]
+#                         [coll-build] [coll-test] [coll-bench] [coll-links] [ibp-wire] [uvm]
+#                         [nvcomp]
+# uvm: bam arrays against CUDA unified memory: configures, builds only
+# squeeze_bench_uvm and runs it (UVM_ARGS: its options, e.g. --kernels bfs --scale 22).
 # coll-links (two GPUs or more): the allreduce table under three link settings (NVLink as
 # set, NCCL_P2P_DISABLE=1, and also NCCL_SHM_DISABLE=1), one JSON each, the sparse-gradient
 # table with NCCL_P2P_DISABLE=1, then examples/allreduce_sgd over NCCL on NVLink and with
 # NCCL_P2P_DISABLE=1 (ring and recursive doubling; its data: $FASHION_MNIST, default /tmp/fm).
 # The CB-GMRES tests on the shared matrices read them from $SQUEEZE_MATRIX_DIR (skipped
 # when absent).
+# nvcomp: IBP against nvCOMP's batched codecs (bench/ibp/nvcomp_bench.cu) into
+# $OUT/ibp_nvcomp_<gpu>_<date>.json: configures, builds only squeeze_bench_nvcomp and runs it.
+# The target exists only when the configure finds nvCOMP 6: pass the unpacked
+# nvidia-libnvcomp-cu13 wheel (carried along; the machine has no network) as
+# SQUEEZE_CMAKE_ARGS=-DNVCOMP_ROOT=$PWD/.whl/nvcomp/nvidia/libnvcomp. Fashion-MNIST comes from
+# $FASHION_MNIST (default /tmp/fm), unpacked there from .data/fm/train-images-idx3-ubyte.gz
+# when missing; NVCOMP_BENCH_ARGS narrows the run (e.g. --datasets normal --rows 1024).
 # Extra configure arguments in SQUEEZE_CMAKE_ARGS.
 # Logs and JSON go to $OUT (or ./device-out). Stages run in the order given.
 set -uo pipefail
@@ -53,6 +63,11 @@ for stage in "${stages[@]}"; do
       run tour.log "$build/bench/squeeze_tour" ${TOUR_FAMILIES:-} ;;
     example)
       run example.log "$build/examples/gather_features" ;;
+    uvm)
+      run uvm.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
+      run uvm.log cmake --build --preset bench -j 16 --target squeeze_bench_uvm
+      run uvm.log "$build/bench/squeeze_bench_uvm" ${UVM_ARGS:-} \
+        --json "$OUT/bam_uvm_${gpu}_${stamp}.json" ;;
     coll-build)  # only what coll needs (MPI is found on the GPU machine)
       run coll.log bash -c 'command -v mpiexec; mpiexec --version | head -2; ompi_info 2>/dev/null | grep -i "cuda support" | head -3; nvidia-smi topo -m'
       run coll.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
@@ -90,6 +105,15 @@ for stage in "${stages[@]}"; do
       run ibp_wire.log "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*'
       run ibp_wire.log compute-sanitizer --tool memcheck --error-exitcode 1 \
         "$build/tests/squeeze_gpu_tests" --gtest_filter='IbpWire*' ;;
+    nvcomp)  # needs SQUEEZE_CMAKE_ARGS=-DNVCOMP_ROOT=... (see above)
+      run nvcomp.log cmake --preset bench ${SQUEEZE_CMAKE_ARGS:-}
+      run nvcomp.log cmake --build --preset bench -j 16 --target squeeze_bench_nvcomp
+      fm=${FASHION_MNIST:-/tmp/fm}
+      if [ ! -f "$fm/train-images-idx3-ubyte" ] && [ -f .data/fm/train-images-idx3-ubyte.gz ]; then
+        mkdir -p "$fm" && gunzip -c .data/fm/train-images-idx3-ubyte.gz > "$fm/train-images-idx3-ubyte"
+      fi
+      run nvcomp.log "$build/bench/squeeze_bench_nvcomp" --fashion-mnist "$fm" ${NVCOMP_BENCH_ARGS:-} \
+        --json "$OUT/ibp_nvcomp_${gpu}_${stamp}.json" ;;
     coll-bench)
       export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
       ngpu=$(nvidia-smi -L | wc -l)

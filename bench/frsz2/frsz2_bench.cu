@@ -18,7 +18,7 @@
 //                                    (frsz2_study::read_grid).
 //   frsz2/compress/<storage>         frsz2::compress of N doubles
 // Counters: GB/s of storage bytes (read: stored bytes; compress: input + output bytes),
-// Gvalues/s. The targets of the issue are checked in the table at the end.
+// Gvalues/s. The project's targets are checked in the table at the end.
 #include <benchmark/benchmark.h>
 
 #include <squeeze/core.hpp>

@@ -289,7 +289,7 @@ inline case_result measure(std::size_t items, std::size_t row_bytes, double savi
   return r;
 }
 
-/// The issue's targets for decode / ideal: >= 0.97 up to 50 % savings for 1 and 4 KiB,
+/// The project's targets for decode / ideal: >= 0.97 up to 50 % savings for 1 and 4 KiB,
 /// >= 0.90 at 90 %, >= 0.75 for 256 B at 50 %.
 inline std::optional<double> target(std::size_t row_bytes, double wanted_saving) {
   if (row_bytes >= 1024 && wanted_saving <= 0.5 + 1e-9) return 0.97;
