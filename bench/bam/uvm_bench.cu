@@ -137,6 +137,7 @@
 #include <vector>
 
 #include "bam/uvm_study.cuh"
+#include "common/json.hpp"
 #include "common/l2_flush.hpp"
 
 namespace bam = squeeze::bam;
@@ -450,29 +451,8 @@ void measure(variant_run& v, const options& o) {
 
 // ---- JSON ------------------------------------------------------------------------------------
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
-      out += esc;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", x);
-  return text;
-}
+using squeeze::bench::json_number;
+using squeeze::bench::json_string;
 
 struct gpu_context {
   core::device_info info;

@@ -103,6 +103,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/json.hpp"
 #include "common/report.hpp"
 #include "ibp/nvcomp_study.cuh"
 
@@ -276,33 +277,8 @@ options parse(int argc, char** argv) {
 
 // ---- output ------------------------------------------------------------------------------
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char u[8];
-          std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(ch));
-          out += u;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return "null";
-  char text[40];
-  std::snprintf(text, sizeof text, "%.6g", *v);
-  return text;
-}
+using squeeze::bench::json_number;
+using squeeze::bench::json_string;
 
 template <class T>
 std::string json_integer(std::optional<T> v) {
