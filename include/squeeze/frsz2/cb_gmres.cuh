@@ -7,7 +7,7 @@
 //
 // The algorithm (the FRSZ2 paper's Fig. 1 without preconditioner, Ginkgo's CB-GMRES):
 //   cycle: r = b - A x, recomputed (the true residual); the restart rules of gmres_control.hpp
-//          keep the best x seen (a cycle that did not lower ||r|| is undone and the next one
+//          keep the best x seen (a cycle that made ||r|| 10x worse is undone and the next one
 //          is half as long) and stop on convergence, at max_iterations, or when restarts
 //          stagnate, diverge or break down (cb_gmres_result::stop says which); v_0 = r / ||r||
 //   step j = 0 .. min(m, n) - 1 (m = restart; a lossy basis may end the cycle sooner):

@@ -2,8 +2,8 @@
 // small least-squares problem, when a cycle ends, and what a restart does with the result.
 // frsz2::cb_gmres runs them beside its kernels; a host GMRES can run them beside its own.
 //
-//   restart_guard guard{bnorm, tolerance, cycle_steps};   // cycle_steps = min(restart, n)
-//   for (;;) {
+//   restart_guard guard{bnorm, tolerance, cycle_steps, stagnation_restarts};
+//   for (;;) {                                             // cycle_steps = min(restart, n)
 //     const restart_guard::decision d = guard.at_restart(||b - A x||, iterations_left);
 //     if (d.save) x_best = x;  if (d.restore) x = x_best;
 //     if (d.stop) break;                                   // *d.stop says why
@@ -11,23 +11,26 @@
 //       const step_end e = arnoldi_step_end(h_next, omega);
 //       ...
 //     }
-//     guard.cycle_ended(how, steps_used);
+//     guard.cycle_ended(how, steps_taken);
 //   }
 //
 // Why these rules. With a lossy basis (FRSZ2, 16-bit floats) the stored vectors are only
 // nearly orthonormal, so a cycle's least-squares solution can be far worse than its implicit
 // residual claims: on badly scaled matrices (row scales spanning 10^7) a frsz2_16 basis lost
 // orthogonality once the Krylov space was exhausted (||w|| after Gram-Schmidt grew past
-// ||A v_j||, impossible with an orthonormal basis) and every restart then made x worse, to a
-// relative residual of 1e+35 after 20 000 steps. So:
+// ||A v_j||, impossible with an orthonormal basis) and the restarts then made x worse and
+// worse, to a relative residual of 1e+35 after 20 000 steps. So:
 //  - a cycle takes at most n steps (n + 1 vectors of R^n are dependent), and ends before a
 //    step whose new vector is longer than A v_j was (the basis has lost orthogonality);
-//  - the true residual is recomputed at every restart; a cycle that did not lower it is
-//    undone (x goes back to the best x seen) and the next cycle from there is half as long;
-//  - after `max_unproductive` such cycles in a row the solve stops: stagnated, diverged (a
-//    cycle made the residual 10x worse or not finite) or breakdown (the cycle ended on an
-//    exact breakdown, h_{j+1,j} = 0, without reaching the tolerance).
-// The x a solve returns is therefore always the best it has seen.
+//  - the true residual is recomputed at every restart and the best x seen is kept; a cycle
+//    that made the residual more than 10x worse than the best (or not finite) is undone (x
+//    goes back to the best) and the next cycle is half as long; a cycle that is merely no
+//    better is kept (restarted GMRES need not lower the residual at every restart);
+//  - the solve stops as stagnated after `stagnation_restarts` restarts in a row without a
+//    new best, as diverged after three undone cycles in a row, and as breakdown when a cycle
+//    that ended on an exact breakdown (h_{j+1,j} = 0) brought no new best (the next would
+//    do the same).
+// The x a solve returns is always the best it has seen.
 #pragma once
 
 #include <algorithm>
