@@ -19,6 +19,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -35,8 +36,8 @@
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
 #include "squeeze/xfer/async.cuh"
-#include "squeeze/xfer/copy.cuh"
 #include "squeeze/xfer/bounds.hpp"
+#include "squeeze/xfer/copy.cuh"
 
 namespace squeeze::ibp {
 
@@ -424,10 +425,33 @@ inline unsigned grid_for(std::size_t warps_wanted, int warps_per_block) {
 /// encoded with atomics straight into the (zeroed) output.
 inline constexpr std::uint32_t compress_workspace_bytes = 4096;
 
+/// The tunables of IBP's preprocessing and compression (count_set_bits, stored_sizes,
+/// sweep_threshold_on_gpu, compress_condensed take it as their template argument; pass a
+/// struct with the same members to change them). Being templates, those functions compile
+/// their kernels only in the translation units that call them.
+struct compress_policy {
+  /// Longest stored row encoded in shared memory (compress_workspace_bytes).
+  static constexpr std::uint32_t workspace_bytes = compress_workspace_bytes;
+  /// count_set_bits: row slices for about this many waves of 8 blocks per SM ...
+  static constexpr std::size_t count_waves = 4;
+  /// ... of at least this many rows each.
+  static constexpr std::size_t count_min_slice_rows = 64;
+};
+
+/// A policy with compress_policy's members.
+template <class P>
+concept compress_policy_like = requires {
+  { P::workspace_bytes } -> std::convertible_to<std::uint32_t>;
+  { P::count_waves } -> std::convertible_to<std::size_t>;
+  { P::count_min_slice_rows } -> std::convertible_to<std::size_t>;
+}
+&&P::workspace_bytes % 4 == 0 && P::workspace_bytes > 0 && P::count_waves > 0;
+
 /// Per-bit-position counters of n rows of row_bytes: [8 * row_bytes], host vector (the
 /// threshold sweep runs on the host over these few kilobytes).
-inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::size_t n,
-                                                 std::uint32_t row_bytes, cudaStream_t stream) {
+template <compress_policy_like Policy = compress_policy>
+std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::size_t n,
+                                          std::uint32_t row_bytes, cudaStream_t stream) {
   SQUEEZE_EXPECTS(row_bytes > 0, "ibp::count_set_bits: row_bytes must be positive");
   SQUEEZE_EXPECTS(rows != nullptr || n == 0, "ibp::count_set_bits: rows is null");
   core::device_buffer<unsigned long long> counts{8 * std::size_t{row_bytes}, stream};
@@ -435,11 +459,14 @@ inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::siz
   if (n > 0) {
     const std::uint32_t columns = (row_bytes + 3) / 4;
     const dim3 block{256};
-    // Enough row slices for ~4 waves of 8 blocks per SM, at least 64 rows each.
+    // Enough row slices for ~count_waves waves of 8 blocks per SM, at least
+    // count_min_slice_rows rows each.
     const int sms = core::current_sm_count();
-    const std::size_t slices_wanted = std::max<std::size_t>(
-        1, static_cast<std::size_t>(sms) * 8 * 4 / core::div_ceil<std::uint32_t>(columns, 256));
-    const std::size_t rows_per_slice = std::max<std::size_t>(64, core::div_ceil(n, slices_wanted));
+    const std::size_t slices_wanted =
+        std::max<std::size_t>(1, static_cast<std::size_t>(sms) * 8 * Policy::count_waves /
+                                     core::div_ceil<std::uint32_t>(columns, 256));
+    const std::size_t rows_per_slice =
+        std::max<std::size_t>(Policy::count_min_slice_rows, core::div_ceil(n, slices_wanted));
     const dim3 grid{core::div_ceil<std::uint32_t>(columns, 256),
                     static_cast<unsigned>(core::div_ceil(n, rows_per_slice))};
     if (row_bytes <= detail::count_staged_row_limit) {
@@ -460,8 +487,9 @@ inline std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::siz
 
 /// Stored bytes of each of n rows under a codebook whose mask and bitval are in device-
 /// accessible memory, into sizes[n] (device); and/or their sum into *total (device).
-inline void stored_sizes(const std::byte* rows, std::size_t n, const codebook_ref& cb,
-                         std::uint64_t* sizes, unsigned long long* total, cudaStream_t stream) {
+template <compress_policy_like Policy = compress_policy>
+void stored_sizes(const std::byte* rows, std::size_t n, const codebook_ref& cb,
+                  std::uint64_t* sizes, unsigned long long* total, cudaStream_t stream) {
   SQUEEZE_EXPECTS(valid_chunk_bytes(cb.chunk_bytes),
                   "ibp::stored_sizes: chunk_bytes must be 1, 2, 4 or 8");
   if (n == 0) return;
@@ -479,10 +507,10 @@ inline void stored_sizes(const std::byte* rows, std::size_t n, const codebook_re
 /// under every codebook; longer rows or more thresholds: one pass per T); the codebook
 /// with the smallest total is kept (ties: the larger T). Pass a sample of the rows (and
 /// counts over the same sample) to preprocess faster still.
-inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
-                                           std::span<const std::uint64_t> counts,
-                                           std::uint32_t chunk_bytes, int steps,
-                                           cudaStream_t stream) {
+template <compress_policy_like Policy = compress_policy>
+sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
+                                    std::span<const std::uint64_t> counts,
+                                    std::uint32_t chunk_bytes, int steps, cudaStream_t stream) {
   const auto row_bytes = static_cast<std::uint32_t>(counts.size() / 8);
   SQUEEZE_EXPECTS(valid_chunk_bytes(chunk_bytes),
                   "ibp::sweep_threshold_on_gpu: chunk_bytes must be 1, 2, 4 or 8");
@@ -511,10 +539,11 @@ inline sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
           });
         } else {  // longer rows: one pass per threshold
           for (std::size_t t = 0; t < k; ++t) {
-            stored_sizes(rows, n,
-                         codebook_ref{d_masks.data() + t * row_bytes,
-                                      d_bitvals.data() + t * row_bytes, row_bytes, chunk_bytes},
-                         nullptr, d_totals.data() + t, stream);
+            stored_sizes<Policy>(
+                rows, n,
+                codebook_ref{d_masks.data() + t * row_bytes, d_bitvals.data() + t * row_bytes,
+                             row_bytes, chunk_bytes},
+                nullptr, d_totals.data() + t, stream);
           }
         }
         std::vector<unsigned long long> totals(k);
@@ -564,8 +593,9 @@ struct device_set {
 /// codebook's mask and bitval must be device-accessible. Synchronizes once, to size the
 /// output. Rows of any length (stored rows longer than compress_workspace_bytes are
 /// encoded more slowly, with global atomics).
-inline device_set compress_condensed(const std::byte* rows, std::size_t n, const codebook_ref& cb,
-                                     cudaStream_t stream) {
+template <compress_policy_like Policy = compress_policy>
+device_set compress_condensed(const std::byte* rows, std::size_t n, const codebook_ref& cb,
+                              cudaStream_t stream) {
   SQUEEZE_EXPECTS(cb.tensor_bytes > 0, "ibp::compress_condensed: tensor_bytes must be positive");
   SQUEEZE_EXPECTS(rows != nullptr || n == 0, "ibp::compress_condensed: rows is null");
   device_set set;
@@ -573,7 +603,7 @@ inline device_set compress_condensed(const std::byte* rows, std::size_t n, const
   set.offsets = core::device_buffer<std::uint64_t>{n + 1};
   SQUEEZE_CUDA_TRY(cudaMemsetAsync(set.offsets.data(), 0, set.offsets.bytes(), stream));
   if (n == 0) return set;
-  stored_sizes(rows, n, cb, set.offsets.data() + 1, nullptr, stream);
+  stored_sizes<Policy>(rows, n, cb, set.offsets.data() + 1, nullptr, stream);
   std::size_t temp_bytes = 0;
   SQUEEZE_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, set.offsets.data() + 1,
                                                  set.offsets.data() + 1, n, stream));
@@ -587,8 +617,8 @@ inline device_set compress_condensed(const std::byte* rows, std::size_t n, const
   // Padded to whole words for the atomics of long rows, which need the output zeroed.
   set.data_bytes = total;
   set.data = core::device_buffer<std::byte>{core::align_up<std::uint64_t>(total, 4)};
-  if (cb.tensor_bytes > compress_workspace_bytes) set.data.fill_bytes(0, stream);
-  constexpr int workspace_words = compress_workspace_bytes / 4 + 1;
+  if (cb.tensor_bytes > Policy::workspace_bytes) set.data.fill_bytes(0, stream);
+  constexpr int workspace_words = static_cast<int>(Policy::workspace_bytes / 4 + 1);
   detail::dispatch_chunk(cb.chunk_bytes, [&](auto c) {
     detail::encode_kernel<decltype(c)::value, workspace_words>
         <<<detail::grid_for(n, 4), 128, 0, stream>>>(rows, n, cb, set.offsets.data(),

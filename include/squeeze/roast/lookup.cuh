@@ -24,6 +24,7 @@
 
 #include <cuda_runtime.h>
 
+#include <concepts>
 #include <cstdint>
 #include <string>
 
@@ -37,11 +38,24 @@
 
 namespace squeeze::roast {
 
+/// The tunables of the lookup and bag launches (lookup_forward, bag_forward, bag_backward
+/// take it as their template argument; pass a struct with the same members to change it).
+/// Being templates, those functions compile their kernels only where they are called.
+struct lookup_policy {
+  /// Grid cap of the lookup kernels (they loop over output rows beyond it).
+  static constexpr std::uint64_t max_blocks = std::uint64_t{1} << 20;
+};
+
+/// A policy with lookup_policy's members.
+template <class P>
+concept lookup_policy_like = requires {
+  { P::max_blocks } -> std::convertible_to<std::uint64_t>;
+}
+&&P::max_blocks > 0 && P::max_blocks <= 0x7fffffffu;
+
 namespace detail {
 
 inline constexpr int lookup_block_threads = 256;
-/// Grid cap of the lookup kernels (they loop over output rows beyond it).
-inline constexpr std::uint64_t lookup_max_blocks = std::uint64_t{1} << 20;
 
 /// What the lookup kernels read and write. Plain parameters, passed by value.
 struct lookup_args {
@@ -202,13 +216,13 @@ inline bool lookup_vectorizable(const lookup_mapping& map, const void* p, const 
 }
 
 /// Launches `kernel` (its Width given) over a.rows_out output rows.
-template <int Width, class Kernel>
+template <class Policy, int Width, class Kernel>
 void launch_lookup(Kernel kernel, lookup_args a, cudaStream_t stream) {
   a.group_lanes = lookup_group_lanes(a.map.dim() / Width);
   const std::uint64_t rows_per_block = lookup_block_threads / a.group_lanes;
   const std::uint64_t wanted = core::div_ceil(a.rows_out, rows_per_block);
-  const auto blocks =
-      static_cast<unsigned>(wanted < lookup_max_blocks ? wanted : lookup_max_blocks);
+  const std::uint64_t cap = Policy::max_blocks;
+  const auto blocks = static_cast<unsigned>(wanted < cap ? wanted : cap);
   kernel<<<blocks, lookup_block_threads, 0, stream>>>(a);
   SQUEEZE_CHECK_LAUNCH();
 }
@@ -224,9 +238,10 @@ inline void check_mapping(const lookup_mapping& map, const char* what) {
 /// `memory` is M (map.memory_size() values), `indices` count device-accessible values.
 /// An index outside [0, rows) gives a row of zeros and status::out_of_bounds in
 /// `*status_out` (when given). Asynchronous on `stream`.
-inline void lookup_forward(const float* memory, const lookup_mapping& map,
-                           const std::int64_t* indices, std::uint64_t count, float* out,
-                           cudaStream_t stream, status* status_out = nullptr) {
+template <lookup_policy_like Policy = lookup_policy>
+void lookup_forward(const float* memory, const lookup_mapping& map, const std::int64_t* indices,
+                    std::uint64_t count, float* out, cudaStream_t stream,
+                    status* status_out = nullptr) {
   detail::check_mapping(map, "roast::lookup_forward");
   if (count == 0) return;
   SQUEEZE_EXPECTS(memory != nullptr, "roast::lookup_forward: M (memory) is null");
@@ -241,9 +256,9 @@ inline void lookup_forward(const float* memory, const lookup_mapping& map,
   a.out = out;
   a.status_out = status_out;
   if (detail::lookup_vectorizable(map, memory, out)) {
-    detail::launch_lookup<4>(detail::lookup_forward_kernel<4, false>, a, stream);
+    detail::launch_lookup<Policy, 4>(detail::lookup_forward_kernel<4, false>, a, stream);
   } else {
-    detail::launch_lookup<1>(detail::lookup_forward_kernel<1, false>, a, stream);
+    detail::launch_lookup<Policy, 1>(detail::lookup_forward_kernel<1, false>, a, stream);
   }
 }
 
@@ -251,10 +266,10 @@ inline void lookup_forward(const float* memory, const lookup_mapping& map,
 /// k in [offsets[b], offsets[b+1]); `offsets` holds bags + 1 device-accessible values,
 /// `indices` count. An empty bag gives zeros. Bad indices and offsets: see lookup.hpp
 /// (reported through `*status_out` when given). Asynchronous on `stream`.
-inline void bag_forward(const float* memory, const lookup_mapping& map, const std::int64_t* indices,
-                        std::uint64_t count, const std::int64_t* offsets, std::uint64_t bags,
-                        bag_mode mode, float* out, cudaStream_t stream,
-                        status* status_out = nullptr) {
+template <lookup_policy_like Policy = lookup_policy>
+void bag_forward(const float* memory, const lookup_mapping& map, const std::int64_t* indices,
+                 std::uint64_t count, const std::int64_t* offsets, std::uint64_t bags,
+                 bag_mode mode, float* out, cudaStream_t stream, status* status_out = nullptr) {
   detail::check_mapping(map, "roast::bag_forward");
   SQUEEZE_EXPECTS(mode == bag_mode::sum || mode == bag_mode::mean,
                   "roast::bag_forward: mode must be bag_mode::sum or bag_mode::mean");
@@ -276,9 +291,9 @@ inline void bag_forward(const float* memory, const lookup_mapping& map, const st
   a.out = out;
   a.status_out = status_out;
   if (detail::lookup_vectorizable(map, memory, out)) {
-    detail::launch_lookup<4>(detail::lookup_forward_kernel<4, true>, a, stream);
+    detail::launch_lookup<Policy, 4>(detail::lookup_forward_kernel<4, true>, a, stream);
   } else {
-    detail::launch_lookup<1>(detail::lookup_forward_kernel<1, true>, a, stream);
+    detail::launch_lookup<Policy, 1>(detail::lookup_forward_kernel<1, true>, a, stream);
   }
 }
 
@@ -287,10 +302,11 @@ inline void bag_forward(const float* memory, const lookup_mapping& map, const st
 /// size for a mean), fp32 atomicAdd into `dmemory` (map.memory_size() values, accumulated,
 /// not cleared). `grad_out` is [bags, dim] fp32. Results vary with the order of the atomics
 /// by fp32 rounding. Bad indices and offsets are skipped and reported as in bag_forward.
-inline void bag_backward(const lookup_mapping& map, const std::int64_t* indices,
-                         std::uint64_t count, const std::int64_t* offsets, std::uint64_t bags,
-                         bag_mode mode, const float* grad_out, float* dmemory, cudaStream_t stream,
-                         status* status_out = nullptr) {
+template <lookup_policy_like Policy = lookup_policy>
+void bag_backward(const lookup_mapping& map, const std::int64_t* indices, std::uint64_t count,
+                  const std::int64_t* offsets, std::uint64_t bags, bag_mode mode,
+                  const float* grad_out, float* dmemory, cudaStream_t stream,
+                  status* status_out = nullptr) {
   detail::check_mapping(map, "roast::bag_backward");
   SQUEEZE_EXPECTS(mode == bag_mode::sum || mode == bag_mode::mean,
                   "roast::bag_backward: mode must be bag_mode::sum or bag_mode::mean");
@@ -312,9 +328,9 @@ inline void bag_backward(const lookup_mapping& map, const std::int64_t* indices,
   a.dmemory = dmemory;
   a.status_out = status_out;
   if (detail::lookup_vectorizable(map, grad_out, dmemory)) {
-    detail::launch_lookup<4>(detail::bag_backward_kernel<4>, a, stream);
+    detail::launch_lookup<Policy, 4>(detail::bag_backward_kernel<4>, a, stream);
   } else {
-    detail::launch_lookup<1>(detail::bag_backward_kernel<1>, a, stream);
+    detail::launch_lookup<Policy, 1>(detail::bag_backward_kernel<1>, a, stream);
   }
 }
 
