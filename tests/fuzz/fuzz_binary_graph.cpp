@@ -20,8 +20,6 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 bool same(const io::graph& a, const io::graph& b) {
   return a.directed == b.directed && a.row_offsets == b.row_offsets && a.neighbors == b.neighbors;
 }
@@ -61,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto [a, b] = squeeze::fuzz::read_piped_and_sized(data, size, read_stream);
   if (a) {
     check(a->first);
-    require(same(a->first, b->first) && a->second == b->second);
+    SQUEEZE_FUZZ_ASSERT_TRUE(same(a->first, b->first) && a->second == b->second);
   }
   const std::optional<io::graph> c =
       read_path(std::string(reinterpret_cast<const char*>(data), size));
-  require(c.has_value() == (a.has_value() && a->second));
-  if (c) require(same(a->first, *c));
+  SQUEEZE_FUZZ_ASSERT_TRUE(c.has_value() == (a.has_value() && a->second));
+  if (c) SQUEEZE_FUZZ_ASSERT_TRUE(same(a->first, *c));
   return 0;
 }

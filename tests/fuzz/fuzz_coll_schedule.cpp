@@ -14,7 +14,6 @@ namespace coll = squeeze::coll;
 
 namespace {
 
-using squeeze::fuzz::require;
 using squeeze::fuzz::take;
 
 }  // namespace
@@ -30,26 +29,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto granule = take<std::uint64_t>(data, size);
   try {
     const coll::step_plan p = coll::schedule_step(a, rank, n, step);
-    require(n >= 1 && n <= coll::max_ranks && rank >= 0 && rank < n);
-    require(step >= 0 && step < coll::steps(a, n));
+    SQUEEZE_FUZZ_ASSERT_TRUE(n >= 1 && n <= coll::max_ranks && rank >= 0 && rank < n);
+    SQUEEZE_FUZZ_ASSERT_TRUE(step >= 0 && step < coll::steps(a, n));
     const int chunks = coll::chunks(a, n);
-    if (p.sends()) require(p.send_peer >= 0 && p.send_peer < n && p.send_peer != rank &&
-                           p.send_chunk >= 0 && p.send_chunk < chunks);
-    if (p.receives()) require(p.recv_peer >= 0 && p.recv_peer < n && p.recv_peer != rank &&
-                              p.recv_chunk >= 0 && p.recv_chunk < chunks);
+    if (p.sends())
+      SQUEEZE_FUZZ_ASSERT_TRUE(p.send_peer >= 0 && p.send_peer < n && p.send_peer != rank &&
+                               p.send_chunk >= 0 && p.send_chunk < chunks);
+    if (p.receives())
+      SQUEEZE_FUZZ_ASSERT_TRUE(p.recv_peer >= 0 && p.recv_peer < n && p.recv_peer != rank &&
+                               p.recv_chunk >= 0 && p.recv_chunk < chunks);
   } catch (const squeeze::error&) {
   }
   try {
     const coll::chunk_layout lay{count, parts, granule};
-    require(parts >= 1 && granule >= 1);
-    require(lay.per_chunk % granule == 0);
+    SQUEEZE_FUZZ_ASSERT_TRUE(parts >= 1 && granule >= 1);
+    SQUEEZE_FUZZ_ASSERT_TRUE(lay.per_chunk % granule == 0);
     // the chunks tile [0, count) in order (checked over at most 4096 of them)
     const int shown = parts < 4096 ? parts : 4096;
     for (int c = 0; c < shown; ++c) {
-      require(lay.first(c) <= lay.first(c + 1) && lay.first(c + 1) <= count);
-      require(lay.size(c) <= lay.per_chunk);
+      SQUEEZE_FUZZ_ASSERT_TRUE(lay.first(c) <= lay.first(c + 1) && lay.first(c + 1) <= count);
+      SQUEEZE_FUZZ_ASSERT_TRUE(lay.size(c) <= lay.per_chunk);
     }
-    require(lay.first(0) == 0 && lay.first(parts) == count);
+    SQUEEZE_FUZZ_ASSERT_TRUE(lay.first(0) == 0 && lay.first(parts) == count);
   } catch (const squeeze::error&) {
   }
   return 0;

@@ -19,7 +19,6 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
 using squeeze::fuzz::take;
 
 struct input {
@@ -78,7 +77,7 @@ void fuzz_csr(input& in) {
   } catch (const squeeze::error&) {
     valid = false;
   }
-  require(valid == csr_holds(a));
+  SQUEEZE_FUZZ_ASSERT_TRUE(valid == csr_holds(a));
   if (valid && a.cols <= 4096) {
     const std::vector<Value> x(static_cast<std::size_t>(a.cols), Value{1});
     std::vector<Value> y(static_cast<std::size_t>(a.rows));
@@ -96,8 +95,8 @@ void fuzz_from_coordinates(input& in) {
   try {
     const io::csr_matrix<Value, Index> a =
         io::csr_from_coordinates<Value, Index>(rows, cols, entries);
-    require(a.rows == rows && a.cols == cols && csr_holds(a));
-    require(static_cast<std::size_t>(a.nnz()) <= entries.size());
+    SQUEEZE_FUZZ_ASSERT_TRUE(a.rows == rows && a.cols == cols && csr_holds(a));
+    SQUEEZE_FUZZ_ASSERT_TRUE(static_cast<std::size_t>(a.nnz()) <= entries.size());
   } catch (const squeeze::error&) {
   }
 }
@@ -140,7 +139,8 @@ void fuzz_graph(input& in) {
   }
   const std::uint32_t n = n_off == 0 ? 1 : static_cast<std::uint32_t>(n_off);
   for (std::size_t i = 0; i < n_nb; ++i) {
-    g.neighbors.push_back((flags & 4) != 0 ? in.next<std::uint32_t>() : in.next<std::uint8_t>() % n);
+    g.neighbors.push_back((flags & 4) != 0 ? in.next<std::uint32_t>()
+                                           : in.next<std::uint8_t>() % n);
   }
   bool valid = true;
   try {
@@ -148,18 +148,18 @@ void fuzz_graph(input& in) {
   } catch (const squeeze::error&) {
     valid = false;
   }
-  require(valid == graph_holds(g));
+  SQUEEZE_FUZZ_ASSERT_TRUE(valid == graph_holds(g));
   if (!valid) return;
   if (g.num_vertices() > 0) {
     const std::vector<std::uint32_t> depth = io::bfs_reference(g, 0);
-    require(depth[0] == 0);
+    SQUEEZE_FUZZ_ASSERT_TRUE(depth[0] == 0);
   }
   if (!g.directed) {
     const std::vector<std::uint32_t> label = io::cc_reference(g);
-    for (std::size_t v = 0; v < label.size(); ++v) require(label[v] <= v);
+    for (std::size_t v = 0; v < label.size(); ++v) SQUEEZE_FUZZ_ASSERT_TRUE(label[v] <= v);
   }
   const std::vector<std::uint32_t> fvl = io::first_vertex_list(g, 1 + (flags >> 3) % 8);
-  for (const std::uint32_t v : fvl) require(v < g.num_vertices());
+  for (const std::uint32_t v : fvl) SQUEEZE_FUZZ_ASSERT_TRUE(v < g.num_vertices());
 }
 
 }  // namespace

@@ -14,8 +14,6 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 void read(const std::string& text, io::edge_list_options options) {
   // A small allowance keeps runs fast; the checks are the same as with the default.
   options.limits.max_bytes = std::uint64_t{1} << 20;
@@ -27,14 +25,14 @@ void read(const std::string& text, io::edge_list_options options) {
     } catch (const squeeze::error&) {
       __builtin_trap();
     }
-    require(g.directed == options.directed);
+    SQUEEZE_FUZZ_ASSERT_TRUE(g.directed == options.directed);
     if (options.num_vertices != 0) {
-      require(g.num_vertices() == options.num_vertices);
+      SQUEEZE_FUZZ_ASSERT_TRUE(g.num_vertices() == options.num_vertices);
     } else {
-      require(g.num_vertices() * io::graph_bytes_per_vertex <=
-              16 * text.size() + options.limits.max_bytes);
+      SQUEEZE_FUZZ_ASSERT_TRUE(g.num_vertices() * io::graph_bytes_per_vertex <=
+                               16 * text.size() + options.limits.max_bytes);
     }
-    require(g.num_edges() <= 2 * text.size());  // lines of at least "0 1"
+    SQUEEZE_FUZZ_ASSERT_TRUE(g.num_edges() <= 2 * text.size());  // lines of at least "0 1"
   } catch (const squeeze::error&) {
   }
 }

@@ -26,8 +26,6 @@ namespace frsz2 = squeeze::frsz2;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 /// Bytes read cyclically from [data, data + size); zeros when empty.
 struct cyclic {
   const std::uint8_t* data;
@@ -132,20 +130,20 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
     const bool nan_code = flagged && q == 0 && (code & F::sign_bit) != 0;
     const bool inf_code = flagged && q == F::q_max;
     if (nan_code) {
-      require(want[i] == bits<F>(std::numeric_limits<T>::quiet_NaN()));
+      SQUEEZE_FUZZ_ASSERT_TRUE(want[i] == bits<F>(std::numeric_limits<T>::quiet_NaN()));
     } else if (inf_code) {
-      require(std::isinf(ref) && std::signbit(ref) == ((code & F::sign_bit) != 0));
+      SQUEEZE_FUZZ_ASSERT_TRUE(std::isinf(ref) && std::signbit(ref) == ((code & F::sign_bit) != 0));
     } else {
-      require(std::isfinite(ref));
+      SQUEEZE_FUZZ_ASSERT_TRUE(std::isfinite(ref));
     }
     // The per-code decoders of the warp decoder (compress.cuh's warp_decode).
     if constexpr (std::is_same_v<T, double> && F::bits <= 32) {
-      require(bits<F>(frsz2::detail::decode_code<F>(static_cast<std::uint32_t>(code), w)) ==
-              want[i]);
+      SQUEEZE_FUZZ_ASSERT_TRUE(
+          bits<F>(frsz2::detail::decode_code<F>(static_cast<std::uint32_t>(code), w)) == want[i]);
     } else if constexpr (std::is_same_v<T, float>) {
       if (w <= 254) {
-        require(bits<F>(frsz2::detail::decode_code_finite<F>(static_cast<std::uint32_t>(code),
-                                                             w)) == want[i]);
+        SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(frsz2::detail::decode_code_finite<F>(
+                                     static_cast<std::uint32_t>(code), w)) == want[i]);
       }
     }
   }
@@ -153,21 +151,21 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
   // The host decoders: accepted exactly when every block is, refused with format_error.
   try {
     frsz2::validate(v);
-    require(all_ok);
+    SQUEEZE_FUZZ_ASSERT_TRUE(all_ok);
     const auto y = frsz2::decode(v);
-    require(y.size() == values);
-    for (std::size_t i = 0; i < values; ++i) require(bits<F>(y[i]) == want[i]);
+    SQUEEZE_FUZZ_ASSERT_TRUE(y.size() == values);
+    for (std::size_t i = 0; i < values; ++i) SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == want[i]);
   } catch (const squeeze::error& e) {
-    require(!all_ok && dynamic_cast<const squeeze::format_error*>(&e) != nullptr);
+    SQUEEZE_FUZZ_ASSERT_TRUE(!all_ok && dynamic_cast<const squeeze::format_error*>(&e) != nullptr);
   }
   for (std::size_t i = 0; i < values; i += 1 + i % 7) {
     const std::size_t b = i / F::block_size;
     if (!ok[b] && i % F::block_size > 6) continue;  // (a throw costs more than a decode)
     try {
-      require(bits<F>(frsz2::decode_at(v, i)) == want[i]);
-      require(ok[b]);
+      SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(frsz2::decode_at(v, i)) == want[i]);
+      SQUEEZE_FUZZ_ASSERT_TRUE(ok[b]);
     } catch (const squeeze::error& e) {
-      require(!ok[b] && dynamic_cast<const squeeze::format_error*>(&e) != nullptr);
+      SQUEEZE_FUZZ_ASSERT_TRUE(!ok[b] && dynamic_cast<const squeeze::format_error*>(&e) != nullptr);
     }
   }
 
@@ -175,11 +173,12 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
   const frsz2::compressed_handle<F> h{v.payload.data(), v.exponents.data(), 0};
   const frsz2::accessor<F, T> acc;
   for (std::size_t i = 0; i < values; ++i) {
-    if (ok[i / F::block_size]) require(bits<F>(acc.access(h, i)) == want[i]);
+    if (ok[i / F::block_size]) SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(acc.access(h, i)) == want[i]);
   }
   const auto h12 = acc.offset(h, 12);
   for (std::size_t i = 0; i + 12 < values; i += 5) {
-    if (ok[(i + 12) / F::block_size]) require(bits<F>(acc.access(h12, i)) == want[i + 12]);
+    if (ok[(i + 12) / F::block_size])
+      SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(acc.access(h12, i)) == want[i + 12]);
   }
   for (const std::size_t first : {std::size_t{0}, std::size_t{4}}) {
     const auto hf = acc.offset(h, first);
@@ -188,7 +187,7 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
       acc.load_vector(hf, i, got);
       for (std::size_t c = 0; c < 4; ++c) {
         const std::size_t at = first + i + c;
-        if (ok[at / F::block_size]) require(bits<F>(got[c]) == want[at]);
+        if (ok[at / F::block_size]) SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(got[c]) == want[at]);
       }
     }
   }
@@ -204,7 +203,7 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
       auto check = [&](std::size_t t, const T(&got)[V]) {
         for (int c = 0; c < V; ++c) {
           const std::size_t at = tile * t + V * lane + static_cast<std::size_t>(c);
-          if (ok[at / F::block_size]) require(bits<F>(got[c]) == want[at]);
+          if (ok[at / F::block_size]) SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(got[c]) == want[at]);
         }
       };
       typename reader_type::vector_type raw[ntiles];
@@ -216,10 +215,10 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
       }
       int calls = 0;
       reader.decode_each(raw, [&](int k, const T(&got)[V]) {
-        require(k == calls++);
+        SQUEEZE_FUZZ_ASSERT_TRUE(k == calls++);
         check(static_cast<std::size_t>(k), got);
       });
-      require(calls == static_cast<int>(ntiles));
+      SQUEEZE_FUZZ_ASSERT_TRUE(calls == static_cast<int>(ntiles));
     }
   };
   tiles(frsz2::tile_reader<F, T, 4>{h, 0});

@@ -31,8 +31,6 @@ namespace frsz2 = squeeze::frsz2;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 __extension__ typedef unsigned __int128 u128;
 
 /// Runs fn; true when it throws a squeeze::error, which must be an E.
@@ -42,7 +40,7 @@ bool throws(Fn&& fn) {
     fn();
     return false;
   } catch (const squeeze::error& e) {
-    require(dynamic_cast<const E*>(&e) != nullptr);
+    SQUEEZE_FUZZ_ASSERT_TRUE(dynamic_cast<const E*>(&e) != nullptr);
     return true;
   }
 }
@@ -85,17 +83,17 @@ typename F::bits_type bits(typename F::float_type x) {
 template <class F>
 void check_counts(std::size_t n) {
   const u128 blocks = (u128{n} + F::block_size - 1) / F::block_size;
-  require(u128{F::exact_blocks(n)} == blocks);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{F::exact_blocks(n)} == blocks);
   const u128 words = blocks * F::words_per_block;
   const u128 bytes = words * 4 + blocks * 2;
   constexpr u128 most = std::numeric_limits<std::size_t>::max();
   const std::optional<std::size_t> cw = F::checked_payload_words(n);
   const std::optional<std::size_t> cb = F::checked_bytes(n);
-  require(cw ? u128{*cw} == words : words > most);
-  require(cb ? u128{*cb} == bytes : bytes > most);
+  SQUEEZE_FUZZ_ASSERT_TRUE(cw ? u128{*cw} == words : words > most);
+  SQUEEZE_FUZZ_ASSERT_TRUE(cb ? u128{*cb} == bytes : bytes > most);
   if (n <= F::max_size) {
-    require(cw && cb && F::blocks(n) == F::exact_blocks(n));
-    require(*cw == F::payload_words(n) && *cb == F::bytes(n));
+    SQUEEZE_FUZZ_ASSERT_TRUE(cw && cb && F::blocks(n) == F::exact_blocks(n));
+    SQUEEZE_FUZZ_ASSERT_TRUE(*cw == F::payload_words(n) && *cb == F::bytes(n));
   }
 }
 
@@ -140,7 +138,7 @@ void check_vector(const frsz2::host_vector<F>& v) {
                                   count_in(v, b)) == frsz2::block_fault::none;
     all_ok = all_ok && ok[b];
   }
-  require(throws<squeeze::format_error>([&] { frsz2::validate(v); }) == !all_ok);
+  SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::format_error>([&] { frsz2::validate(v); }) == !all_ok);
   // decode_at: value i, or a format_error for a value of a bad block (its first and last
   // value: a throw costs more than a decode); never past the end.
   for (std::size_t i = 0; i < v.size; ++i) {
@@ -148,30 +146,33 @@ void check_vector(const frsz2::host_vector<F>& v) {
     if (!ok[b] && k != 0 && k != F::block_size - 1 && i + 1 != v.size) continue;
     const auto want = bits<F>(frsz2::decode_value<F>(code_at(v, i), v.exponents[b]));
     T got{};
-    require(throws<squeeze::format_error>([&] { got = frsz2::decode_at(v, i); }) == !ok[b]);
-    if (ok[b]) require(bits<F>(got) == want);
+    SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::format_error>([&] { got = frsz2::decode_at(v, i); }) ==
+                             !ok[b]);
+    if (ok[b]) SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(got) == want);
   }
   for (const std::size_t i : {v.size, v.size + 1, std::numeric_limits<std::size_t>::max()}) {
-    require(throws<squeeze::invalid_argument>([&] { (void)frsz2::decode_at(v, i); }));
+    SQUEEZE_FUZZ_ASSERT_TRUE(
+        throws<squeeze::invalid_argument>([&] { (void)frsz2::decode_at(v, i); }));
   }
   if (!all_ok) {
-    require(throws<squeeze::format_error>([&] { (void)frsz2::decode(v); }));
+    SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::format_error>([&] { (void)frsz2::decode(v); }));
     return;
   }
   std::vector<T> y;
-  require(!throws<squeeze::error>([&] { y = frsz2::decode(v); }));
-  require(y.size() == v.size);
+  SQUEEZE_FUZZ_ASSERT_TRUE(!throws<squeeze::error>([&] { y = frsz2::decode(v); }));
+  SQUEEZE_FUZZ_ASSERT_TRUE(y.size() == v.size);
   for (std::size_t i = 0; i < v.size; ++i) {
-    require(bits<F>(y[i]) ==
-            bits<F>(frsz2::decode_value<F>(code_at(v, i), v.exponents[i / F::block_size])));
+    SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == bits<F>(frsz2::decode_value<F>(
+                                                  code_at(v, i), v.exponents[i / F::block_size])));
   }
   // Re-encoding: the encoder's output validates; promised blocks decode to the same bits.
   for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
     const auto v2 = frsz2::encode<F>(y, mode);
     std::vector<T> y2;
-    require(!throws<squeeze::error>([&] { y2 = frsz2::decode(v2); }));
+    SQUEEZE_FUZZ_ASSERT_TRUE(!throws<squeeze::error>([&] { y2 = frsz2::decode(v2); }));
     for (std::size_t i = 0; i < v.size; ++i) {
-      if (reencodes_exactly(v, i / F::block_size)) require(bits<F>(y2[i]) == bits<F>(y[i]));
+      if (reencodes_exactly(v, i / F::block_size))
+        SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y2[i]) == bits<F>(y[i]));
     }
   }
 }
@@ -265,10 +266,10 @@ void sizes_case(input& in, std::uint8_t flags) {
     check_vector(v);
     return;
   }
-  require(throws<squeeze::format_error>([&] { frsz2::validate(v); }));
-  require(throws<squeeze::format_error>([&] { (void)frsz2::decode(v); }));
+  SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::format_error>([&] { frsz2::validate(v); }));
+  SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::format_error>([&] { (void)frsz2::decode(v); }));
   for (const std::size_t i : {std::size_t{0}, n / 2, n - 1, n, static_cast<std::size_t>(raw)}) {
-    require(throws<squeeze::error>([&] { (void)frsz2::decode_at(v, i); }));
+    SQUEEZE_FUZZ_ASSERT_TRUE(throws<squeeze::error>([&] { (void)frsz2::decode_at(v, i); }));
   }
 }
 
@@ -312,8 +313,8 @@ void values_case(input& in, std::uint8_t flags) {
   for (const auto mode : {frsz2::rounding::nearest, frsz2::rounding::truncate}) {
     const auto v = frsz2::encode<F>(x, mode);
     std::vector<T> y;
-    require(!throws<squeeze::error>([&] { y = frsz2::decode(v); }));
-    require(y.size() == x.size());
+    SQUEEZE_FUZZ_ASSERT_TRUE(!throws<squeeze::error>([&] { y = frsz2::decode(v); }));
+    SQUEEZE_FUZZ_ASSERT_TRUE(y.size() == x.size());
     for (std::size_t b = 0; b < v.exponents.size(); ++b) {
       const std::size_t first = b * F::block_size;
       const std::size_t last = std::min(x.size(), first + F::block_size);
@@ -328,37 +329,39 @@ void values_case(input& in, std::uint8_t flags) {
       }
       const std::uint16_t w = v.exponents[b];
       const std::uint32_t eb = w & F::exponent_field;
-      require(((w & F::nonfinite_flag) != 0) == flagged && (w & F::reserved_bits) == 0);
-      require(flagged ? eb == emax + 1
-                      : eb == emax || (mode == frsz2::rounding::nearest && eb == emax + 1));
+      SQUEEZE_FUZZ_ASSERT_TRUE(((w & F::nonfinite_flag) != 0) == flagged &&
+                               (w & F::reserved_bits) == 0);
+      SQUEEZE_FUZZ_ASSERT_TRUE(flagged ? eb == emax + 1
+                                       : eb == emax ||
+                                             (mode == frsz2::rounding::nearest && eb == emax + 1));
       const long double ulp = std::ldexp(1.0L, static_cast<int>(eb) - F::bias - (F::bits - 2));
       for (std::size_t i = first; i < last; ++i) {
-        require(bits<F>(frsz2::decode_at(v, i)) == bits<F>(y[i]));
+        SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(frsz2::decode_at(v, i)) == bits<F>(y[i]));
         if (std::isnan(x[i])) {
-          require(bits<F>(y[i]) == bits<F>(std::numeric_limits<T>::quiet_NaN()));
+          SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == bits<F>(std::numeric_limits<T>::quiet_NaN()));
           continue;
         }
         if (std::isinf(x[i])) {
-          require(bits<F>(y[i]) == bits<F>(x[i]));
+          SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == bits<F>(x[i]));
           continue;
         }
-        require(std::isfinite(y[i]));
+        SQUEEZE_FUZZ_ASSERT_TRUE(std::isfinite(y[i]));
         if (flagged && (F::bits == 2 || y[i] == T{0})) {
-          require(bits<F>(y[i]) == B{0});  // zeros of a nonfinite block are +0
+          SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == B{0});  // zeros of a nonfinite block are +0
           continue;
         }
-        require(std::signbit(y[i]) == std::signbit(x[i]));
+        SQUEEZE_FUZZ_ASSERT_TRUE(std::signbit(y[i]) == std::signbit(x[i]));
         if (eb >= top) continue;  // clamped near the top: no bound
         const long double err =
             std::fabs(static_cast<long double>(y[i]) - static_cast<long double>(x[i]));
         if (mode == frsz2::rounding::nearest) {
-          require(err <= ulp / 2);
+          SQUEEZE_FUZZ_ASSERT_TRUE(err <= ulp / 2);
         } else {
-          require(err < ulp && std::fabs(y[i]) <= std::fabs(x[i]));
+          SQUEEZE_FUZZ_ASSERT_TRUE(err < ulp && std::fabs(y[i]) <= std::fabs(x[i]));
         }
         const auto e = static_cast<int>(frsz2::value_exponent(x[i]));
         if (e >= 1 && F::bits - 2 >= F::mantissa_bits + (static_cast<int>(eb) - e)) {
-          require(bits<F>(y[i]) == bits<F>(x[i]));
+          SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(y[i]) == bits<F>(x[i]));
         }
       }
     }

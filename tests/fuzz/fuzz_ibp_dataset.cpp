@@ -36,8 +36,6 @@ namespace ibp = squeeze::ibp;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 struct input {
   const std::uint8_t* data;
   std::size_t size;
@@ -122,13 +120,14 @@ std::vector<std::byte> reference_row(const ibp::compressed_set& set, const books
                                      std::uint64_t r) {
   const ibp::codebook_ref cb = b.book_of(r);
   const std::span<const std::byte> in = b.stored_row(set, r);
-  require(inside(in, set.data));
+  SQUEEZE_FUZZ_ASSERT_TRUE(inside(in, set.data));
   std::vector<std::byte> row(cb.tensor_bytes, std::byte{0});
   if (set.is_raw(r)) {
-    require(in.size() >= cb.tensor_bytes);
+    SQUEEZE_FUZZ_ASSERT_TRUE(in.size() >= cb.tensor_bytes);
     std::copy_n(in.begin(), cb.tensor_bytes, row.begin());
   } else {
-    require(ibp::decode_row(in.data(), in.size(), cb, row.data()) == squeeze::status::ok);
+    SQUEEZE_FUZZ_ASSERT_TRUE(ibp::decode_row(in.data(), in.size(), cb, row.data()) ==
+                             squeeze::status::ok);
   }
   return row;
 }
@@ -143,17 +142,17 @@ void probe_accessors(const ibp::compressed_set& set, const books& b, std::uint64
     const bool past = r >= set.rows;
     // is_raw: throws exactly when r is past the rows or the bitmask is malformed.
     const bool bad_bitmask = set.raw.size() != ibp::raw_words(set.rows);
-    require(throws([&] { (void)set.is_raw(r); }) == (past || bad_bitmask));
+    SQUEEZE_FUZZ_ASSERT_TRUE(throws([&] { (void)set.is_raw(r); }) == (past || bad_bitmask));
     bool threw = throws([&] {
       const std::span<const std::byte> in = b.stored_row(set, r);
-      require(inside(in, set.data));
+      SQUEEZE_FUZZ_ASSERT_TRUE(inside(in, set.data));
     });
-    if (past) require(threw);
+    if (past) SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     threw = throws([&] { b.decompress_row(set, r, row); });
-    if (past) require(threw);
+    if (past) SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     if (b.many != nullptr) {
       threw = throws([&] { (void)b.many->cluster_of(r); });
-      if (r >= b.many->rows) require(threw);
+      if (r >= b.many->rows) SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     }
   }
   if (b.many != nullptr) {
@@ -163,10 +162,10 @@ void probe_accessors(const ibp::compressed_set& set, const books& b, std::uint64
         const ibp::codebook_ref cb = b.many->book(c);
         // the codebook lies inside masks and bitvals
         const auto at = static_cast<std::size_t>(cb.mask - b.many->masks.data());
-        require(at + cb.tensor_bytes <= b.many->masks.size());
-        require(at + cb.tensor_bytes <= b.many->bitvals.size());
+        SQUEEZE_FUZZ_ASSERT_TRUE(at + cb.tensor_bytes <= b.many->masks.size());
+        SQUEEZE_FUZZ_ASSERT_TRUE(at + cb.tensor_bytes <= b.many->bitvals.size());
       });
-      if (c >= k) require(threw);
+      if (c >= k) SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     }
   }
 }
@@ -180,13 +179,14 @@ void check_accepted(const ibp::compressed_set& set, const books& b,
   const std::uint64_t rows = whole.empty() && set.rows > 64 ? 64 : set.rows;
   std::vector<std::byte> row(l);
   for (std::uint64_t r = 0; r < rows; ++r) {
-    require(set.is_raw(r) == set.unchecked_is_raw(r));
+    SQUEEZE_FUZZ_ASSERT_TRUE(set.is_raw(r) == set.unchecked_is_raw(r));
     std::fill(row.begin(), row.end(), std::byte{0x5A});
     b.decompress_row(set, r, row);
     const std::vector<std::byte> ref = reference_row(set, b, r);
-    require(ref == row);
-    if (!whole.empty()) require(std::equal(row.begin(), row.end(), whole.begin() + r * l));
-    if (b.many != nullptr) require(b.many->cluster_of(r) < b.many->clusters);
+    SQUEEZE_FUZZ_ASSERT_TRUE(ref == row);
+    if (!whole.empty())
+      SQUEEZE_FUZZ_ASSERT_TRUE(std::equal(row.begin(), row.end(), whole.begin() + r * l));
+    if (b.many != nullptr) SQUEEZE_FUZZ_ASSERT_TRUE(b.many->cluster_of(r) < b.many->clusters);
   }
   if (whole.empty()) return;
   // Re-encoding the decoded rows (either layout) is lossless, and the result is valid.
@@ -195,7 +195,7 @@ void check_accepted(const ibp::compressed_set& set, const books& b,
     b.validate_set(again);
     std::vector<std::byte> back(whole.size());
     b.decompress(again, back);
-    require(std::equal(back.begin(), back.end(), whole.begin()));
+    SQUEEZE_FUZZ_ASSERT_TRUE(std::equal(back.begin(), back.end(), whole.begin()));
   }
 }
 
@@ -214,11 +214,11 @@ void check(const ibp::compressed_set& set, const books& b, std::uint64_t probe) 
     // decompress accepts exactly what validate accepts, and writes nothing past its rows.
     const bool decoded =
         !throws([&] { b.decompress(set, std::span<std::byte>{out}.first(*total)); });
-    require(decoded == valid);
-    require(out.back() == std::byte{0xA5});
+    SQUEEZE_FUZZ_ASSERT_TRUE(decoded == valid);
+    SQUEEZE_FUZZ_ASSERT_TRUE(out.back() == std::byte{0xA5});
     out.pop_back();
   }
-  if (valid) require(!throws([&] { check_accepted(set, b, out); }));
+  if (valid) SQUEEZE_FUZZ_ASSERT_TRUE(!throws([&] { check_accepted(set, b, out); }));
 }
 
 }  // namespace
@@ -307,9 +307,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     b.many = &many;
     const bool valid = !throws([&] { ibp::validate(many); });
     if (valid) {  // every id of an accepted set reads, and names a cluster
-      require(!throws([&] {
+      SQUEEZE_FUZZ_ASSERT_TRUE(!throws([&] {
         for (std::uint64_t r = 0; r < many.rows && r < 4096; ++r)
-          require(many.cluster_of(r) < many.clusters);
+          SQUEEZE_FUZZ_ASSERT_TRUE(many.cluster_of(r) < many.clusters);
       }));
     }
   } else {
@@ -334,7 +334,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 #include <cstdio>
 #include <random>
 #include <string>
-
 
 namespace {
 

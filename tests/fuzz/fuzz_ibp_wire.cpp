@@ -30,8 +30,6 @@ using ibp::wire_fault;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 __extension__ typedef unsigned __int128 u128;  // sizes checked without wrapping
 
 // Values decoded at most (n · V bytes) when the header does not bound them itself.
@@ -41,27 +39,31 @@ constexpr std::uint64_t max_decoded = std::uint64_t{1} << 22;
 void check_accepted_header(const ibp::wire_header& h, std::uint64_t bytes, std::uint64_t n,
                            std::uint32_t v, const ibp::wire_layout& w) {
   const u128 data = u128{n} * v;
-  require(h.total_bytes <= bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(h.total_bytes <= bytes);
   // n · V is bounded by the message: 512 bytes of values per payload byte at most.
-  require(data <= u128{512} * bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(data <= u128{512} * bytes);
   if (h.kind == ibp::wire_raw) {
-    require(u128{ibp::wire_header_bytes} + data == h.total_bytes);
-    require(h.payload_bytes == data);
+    SQUEEZE_FUZZ_ASSERT_TRUE(u128{ibp::wire_header_bytes} + data == h.total_bytes);
+    SQUEEZE_FUZZ_ASSERT_TRUE(h.payload_bytes == data);
     return;
   }
-  require(h.kind == ibp::wire_compressed);
+  SQUEEZE_FUZZ_ASSERT_TRUE(h.kind == ibp::wire_compressed);
   const ibp::wire_layout want = ibp::wire_layout::of(n, v, h.row_bytes);
-  require(w.payload == want.payload && w.rows == want.rows && w.row_bytes == want.row_bytes);
-  require(w.data_bytes == data && w.rows >= 1 && h.row_bytes >= v && h.row_bytes % v == 0);
-  require(u128{w.rows} * w.row_bytes >= data && u128{w.rows - 1} * w.row_bytes < data);
-  require(w.last_row_bytes >= 1 && w.last_row_bytes <= w.row_bytes);
-  require(ibp::wire_header_bytes <= w.mask && w.mask <= w.bitval && w.bitval <= w.bases &&
-          w.bases <= w.raw && w.raw <= w.sizes && w.sizes <= w.payload);
-  require(u128{w.bases} + 8 * (u128{w.tiles} + 1) <= w.raw);
-  require(u128{w.raw} + 4 * u128{w.tiles} <= w.sizes);
-  require(u128{w.sizes} + 2 * u128{w.rows} <= w.payload);
-  require(u128{w.payload} + h.payload_bytes == h.total_bytes);
-  require(h.payload_bytes >= w.rows && h.payload_bytes <= data);
+  SQUEEZE_FUZZ_ASSERT_TRUE(w.payload == want.payload && w.rows == want.rows &&
+                           w.row_bytes == want.row_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(w.data_bytes == data && w.rows >= 1 && h.row_bytes >= v &&
+                           h.row_bytes % v == 0);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{w.rows} * w.row_bytes >= data &&
+                           u128{w.rows - 1} * w.row_bytes < data);
+  SQUEEZE_FUZZ_ASSERT_TRUE(w.last_row_bytes >= 1 && w.last_row_bytes <= w.row_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(ibp::wire_header_bytes <= w.mask && w.mask <= w.bitval &&
+                           w.bitval <= w.bases && w.bases <= w.raw && w.raw <= w.sizes &&
+                           w.sizes <= w.payload);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{w.bases} + 8 * (u128{w.tiles} + 1) <= w.raw);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{w.raw} + 4 * u128{w.tiles} <= w.sizes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{w.sizes} + 2 * u128{w.rows} <= w.payload);
+  SQUEEZE_FUZZ_ASSERT_TRUE(u128{w.payload} + h.payload_bytes == h.total_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(h.payload_bytes >= w.rows && h.payload_bytes <= data);
 }
 
 template <class T>
@@ -69,7 +71,8 @@ void run(std::span<const std::byte> message, std::uint64_t n) {
   constexpr std::uint32_t v = sizeof(T);
   // The size of the largest message of n values never wraps: 2^64 - 1 when it cannot exist.
   const std::uint64_t max_bytes = ibp::wire_max_bytes(n, v);
-  if (max_bytes != ~std::uint64_t{0}) require(max_bytes >= u128{n} * v + ibp::wire_header_bytes);
+  if (max_bytes != ~std::uint64_t{0})
+    SQUEEZE_FUZZ_ASSERT_TRUE(max_bytes >= u128{n} * v + ibp::wire_header_bytes);
 
   wire_fault header = wire_fault::short_message;
   if (message.size() >= ibp::wire_header_bytes) {
@@ -90,14 +93,14 @@ void run(std::span<const std::byte> message, std::uint64_t n) {
     } catch (const squeeze::invalid_argument&) {
       threw = true;
     }
-    require(threw);
+    SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     threw = false;
     try {
       (void)ibp::wire_decode_values<T>(message, n);
     } catch (const squeeze::format_error&) {
       threw = true;
     }
-    require(threw);
+    SQUEEZE_FUZZ_ASSERT_TRUE(threw);
     return;
   }
 
@@ -106,8 +109,9 @@ void run(std::span<const std::byte> message, std::uint64_t n) {
   std::vector<std::byte> out(bytes);
   squeeze::status row = squeeze::status::ok;
   const wire_fault f = ibp::wire_decode(message, n, v, out, &row);
-  if (header != wire_fault::none) require(f == header);  // the header's fault comes first
-  if (f != wire_fault::row_stream) require(row == squeeze::status::ok);
+  if (header != wire_fault::none)
+    SQUEEZE_FUZZ_ASSERT_TRUE(f == header);  // the header's fault comes first
+  if (f != wire_fault::row_stream) SQUEEZE_FUZZ_ASSERT_TRUE(row == squeeze::status::ok);
   std::vector<T> values;
   bool refused = false;
   try {
@@ -115,17 +119,20 @@ void run(std::span<const std::byte> message, std::uint64_t n) {
   } catch (const squeeze::format_error&) {
     refused = true;
   }
-  require(refused == (f != wire_fault::none));
+  SQUEEZE_FUZZ_ASSERT_TRUE(refused == (f != wire_fault::none));
   if (refused) return;
-  require(values.size() == n && (bytes == 0 || std::memcmp(values.data(), out.data(), bytes) == 0));
+  SQUEEZE_FUZZ_ASSERT_TRUE(values.size() == n &&
+                           (bytes == 0 || std::memcmp(values.data(), out.data(), bytes) == 0));
 
   // Lossless: the values encoded again decode to the same bytes, within the size bounds.
   const std::vector<std::byte> again = ibp::wire_encode(out, v);
-  require(again.size() <= ibp::wire_header_bytes + bytes && again.size() <= max_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(again.size() <= ibp::wire_header_bytes + bytes &&
+                           again.size() <= max_bytes);
   std::vector<std::byte> back(bytes + 1, std::byte{0xA5});
-  require(ibp::wire_decode(again, n, v, std::span<std::byte>{back}.first(bytes)) ==
-          wire_fault::none);
-  require(std::equal(out.begin(), out.end(), back.begin()) && back.back() == std::byte{0xA5});
+  SQUEEZE_FUZZ_ASSERT_TRUE(ibp::wire_decode(again, n, v, std::span<std::byte>{back}.first(bytes)) ==
+                           wire_fault::none);
+  SQUEEZE_FUZZ_ASSERT_TRUE(std::equal(out.begin(), out.end(), back.begin()) &&
+                           back.back() == std::byte{0xA5});
 }
 
 }  // namespace

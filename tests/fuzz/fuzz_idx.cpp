@@ -19,15 +19,13 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 std::optional<io::idx_array> read_stream(std::istream& in) {
   try {
     io::idx_array a = io::read_idx(in, "fuzz.idx");
     std::uint64_t count = 1;
     for (const std::uint32_t d : a.dims) count *= d;  // (the reader refuses a product that wraps)
-    require(!a.dims.empty() && a.data.size() == count * a.element_bytes());
-    require(a.data.size() == a.dims[0] * a.row_elements() * a.element_bytes());
+    SQUEEZE_FUZZ_ASSERT_TRUE(!a.dims.empty() && a.data.size() == count * a.element_bytes());
+    SQUEEZE_FUZZ_ASSERT_TRUE(a.data.size() == a.dims[0] * a.row_elements() * a.element_bytes());
     return a;
   } catch (const squeeze::error&) {
     return std::nullopt;
@@ -38,6 +36,6 @@ std::optional<io::idx_array> read_stream(std::istream& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto [a, b] = squeeze::fuzz::read_piped_and_sized(data, size, read_stream);
-  if (a) require(a->type == b->type && a->dims == b->dims && a->data == b->data);
+  if (a) SQUEEZE_FUZZ_ASSERT_TRUE(a->type == b->type && a->dims == b->dims && a->data == b->data);
   return 0;
 }

@@ -14,8 +14,6 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 // A small allowance keeps runs fast; the checks are the same as with the default.
 constexpr io::read_limits limits{.max_bytes = std::uint64_t{1} << 20};
 
@@ -23,17 +21,18 @@ template <class Value, class Index>
 void read(const std::string& text) {
   try {
     std::istringstream in{text};
-    const io::csr_matrix<Value, Index> a = io::read_matrix_market<Value, Index>(in, "fuzz.mtx", limits);
+    const io::csr_matrix<Value, Index> a =
+        io::read_matrix_market<Value, Index>(in, "fuzz.mtx", limits);
     try {
       io::validate(a);
     } catch (const squeeze::error&) {
       __builtin_trap();
     }
     // Each entry line ("1 1" at least) stands for at most two entries.
-    require(static_cast<std::uint64_t>(a.nnz()) <= 2 * text.size());
+    SQUEEZE_FUZZ_ASSERT_TRUE(static_cast<std::uint64_t>(a.nnz()) <= 2 * text.size());
     // The rows cost (16 + sizeof(Index)) bytes each: within 16 per input byte plus max_bytes.
-    require((static_cast<std::uint64_t>(a.rows) + 1) * (16 + sizeof(Index)) <=
-            16 * text.size() + limits.max_bytes);
+    SQUEEZE_FUZZ_ASSERT_TRUE((static_cast<std::uint64_t>(a.rows) + 1) * (16 + sizeof(Index)) <=
+                             16 * text.size() + limits.max_bytes);
   } catch (const squeeze::error&) {
   }
 }

@@ -14,8 +14,6 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 // A small allowance keeps runs fast; the checks are the same as with the default.
 constexpr io::read_limits limits{.max_bytes = std::uint64_t{1} << 20};
 
@@ -28,10 +26,11 @@ void read(const std::string& text, bool directed) {
     } catch (const squeeze::error&) {
       __builtin_trap();
     }
-    require(g.directed == directed);
-    require(g.num_vertices() * io::graph_bytes_per_vertex <= 16 * text.size() + limits.max_bytes);
+    SQUEEZE_FUZZ_ASSERT_TRUE(g.directed == directed);
+    SQUEEZE_FUZZ_ASSERT_TRUE(g.num_vertices() * io::graph_bytes_per_vertex <=
+                             16 * text.size() + limits.max_bytes);
     // An entry line stands for at most two edges, each stored at most twice.
-    require(g.num_edges() <= 4 * text.size());
+    SQUEEZE_FUZZ_ASSERT_TRUE(g.num_edges() <= 4 * text.size());
   } catch (const squeeze::error&) {
   }
 }

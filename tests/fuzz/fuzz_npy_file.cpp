@@ -19,13 +19,11 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 void check(const io::npy_array& a) {
-  require(a.data.size() == a.elements() * a.item_bytes);
-  require(a.data.size() == a.rows() * a.row_bytes());
-  require(a.descr.size() == 3 && a.descr[1] == a.kind &&
-          static_cast<std::size_t>(a.descr[2] - '0') == a.item_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(a.data.size() == a.elements() * a.item_bytes);
+  SQUEEZE_FUZZ_ASSERT_TRUE(a.data.size() == a.rows() * a.row_bytes());
+  SQUEEZE_FUZZ_ASSERT_TRUE(a.descr.size() == 3 && a.descr[1] == a.kind &&
+                           static_cast<std::size_t>(a.descr[2] - '0') == a.item_bytes);
 }
 
 // The bytes as a regular file in memory, read by path.
@@ -62,10 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::optional<io::npy_array> by_file = read_file(data, size, whole);
   if (by_path) check(*by_path);
   if (by_file) check(*by_file);
-  require(by_path.has_value() == (by_file.has_value() && whole));
+  SQUEEZE_FUZZ_ASSERT_TRUE(by_path.has_value() == (by_file.has_value() && whole));
   if (by_path) {
-    require(by_path->descr == by_file->descr && by_path->shape == by_file->shape &&
-            by_path->data == by_file->data);
+    SQUEEZE_FUZZ_ASSERT_TRUE(by_path->descr == by_file->descr && by_path->shape == by_file->shape &&
+                             by_path->data == by_file->data);
   }
   return 0;
 }

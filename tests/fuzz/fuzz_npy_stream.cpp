@@ -19,13 +19,11 @@ namespace io = squeeze::io;
 
 namespace {
 
-using squeeze::fuzz::require;
-
 std::optional<io::npy_array> read_stream(std::istream& in) {
   try {
     io::npy_array a = io::read_npy(in, "fuzz.npy");
-    require(a.data.size() == a.elements() * a.item_bytes);
-    require(a.data.size() == a.rows() * a.row_bytes());
+    SQUEEZE_FUZZ_ASSERT_TRUE(a.data.size() == a.elements() * a.item_bytes);
+    SQUEEZE_FUZZ_ASSERT_TRUE(a.data.size() == a.rows() * a.row_bytes());
     return a;
   } catch (const squeeze::error&) {
     return std::nullopt;
@@ -36,6 +34,7 @@ std::optional<io::npy_array> read_stream(std::istream& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto [a, b] = squeeze::fuzz::read_piped_and_sized(data, size, read_stream);
-  if (a) require(a->descr == b->descr && a->shape == b->shape && a->data == b->data);
+  if (a)
+    SQUEEZE_FUZZ_ASSERT_TRUE(a->descr == b->descr && a->shape == b->shape && a->data == b->data);
   return 0;
 }

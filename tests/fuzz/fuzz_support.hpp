@@ -1,14 +1,15 @@
 // tests/fuzz/fuzz_support.hpp: what the fuzz targets share: a broken invariant traps (a
-// finding), fields taken from the input, the input read as a pipe and as a sized stream,
-// the input as a regular file in memory, and the seeds a target writes for its corpus.
+// finding, SQUEEZE_FUZZ_ASSERT_TRUE), fields taken from the input, the input read as a pipe and as
+// a sized stream, the input as a regular file in memory, and the seeds a target writes for its
+// corpus.
 #pragma once
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <istream>
 #include <sstream>
@@ -20,10 +21,21 @@
 
 namespace squeeze::fuzz {
 
-/// A finding unless `ok`: libFuzzer reports the trap with the input that caused it.
-inline void require(bool ok) {
-  if (!ok) __builtin_trap();
+/// A finding unless `ok`: the failed condition and its place go to stderr, then a trap,
+/// which libFuzzer reports with the input that caused it and which fails the ctest replay.
+inline void assert_true(bool ok, const char* condition, const char* file, int line) {
+  if (ok) return;
+  std::fprintf(stderr, "%s:%d: fuzz assertion failed: %s\n", file, line, condition);
+  __builtin_trap();
 }
+
+}  // namespace squeeze::fuzz
+
+/// SQUEEZE_FUZZ_ASSERT_TRUE(cond): a finding unless cond holds (squeeze::fuzz::assert_true).
+#define SQUEEZE_FUZZ_ASSERT_TRUE(cond) \
+  ::squeeze::fuzz::assert_true(static_cast<bool>(cond), #cond, __FILE__, __LINE__)
+
+namespace squeeze::fuzz {
 
 /// The next sizeof(T) bytes as a T (zeros once the input runs out).
 template <class T>
@@ -47,7 +59,7 @@ auto read_piped_and_sized(const std::uint8_t* data, std::size_t size, Read&& rea
   std::istringstream sized{bytes};
   auto a = read(piped);
   auto b = read(sized);
-  require(a.has_value() == b.has_value());
+  SQUEEZE_FUZZ_ASSERT_TRUE(a.has_value() == b.has_value());
   return std::pair{std::move(a), std::move(b)};
 }
 
@@ -55,13 +67,12 @@ auto read_piped_and_sized(const std::uint8_t* data, std::size_t size, Read&& rea
 /// overloads run without touching a disk. path() names it; closed on destruction.
 class memory_file {
  public:
-  memory_file(const char* name, const void* bytes, std::size_t size)
-      : fd_{memfd_create(name, 0)} {
-    require(fd_ >= 0);
+  memory_file(const char* name, const void* bytes, std::size_t size) : fd_{memfd_create(name, 0)} {
+    SQUEEZE_FUZZ_ASSERT_TRUE(fd_ >= 0);
     const auto* p = static_cast<const char*>(bytes);
     for (std::size_t done = 0; done < size;) {
       const ssize_t n = write(fd_, p + done, size - done);
-      require(n > 0);
+      SQUEEZE_FUZZ_ASSERT_TRUE(n > 0);
       done += static_cast<std::size_t>(n);
     }
   }
