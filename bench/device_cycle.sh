@@ -48,9 +48,10 @@ for stage in "${stages[@]}"; do
       run build.log cmake --build --preset bench -j 16 ;;
     test)
       run tests.log ctest --test-dir "$build" -L "gpu|host" --output-on-failure -j 4 ;;
-    sanitize)  # every GPU test program under the four tools; SANITIZE_SHARD=I/N splits it
+    sanitize)  # every GPU test program under the four tools; SANITIZE_SHARD=I/N splits it,
+      # SANITIZE_OPTS adds options (-p PATTERN, -t SECONDS), SANITIZE_TOOLS names the tools
       run sanitize.log tools/sanitize.sh -b "$build" -o "$OUT/sanitize" \
-        ${SANITIZE_SHARD:+-s "$SANITIZE_SHARD"} ${SANITIZE_TOOLS:-} ;;
+        ${SANITIZE_SHARD:+-s "$SANITIZE_SHARD"} ${SANITIZE_OPTS:-} ${SANITIZE_TOOLS:-} ;;
     bench)
       run bench.log "$build/bench/squeeze_bench_xfer" --benchmark_out="$OUT/xfer_${gpu}_${stamp}.json" \
         --benchmark_out_format=json ;;

@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# tools/sanitize.sh [-b BUILD] [-o OUT] [-s INDEX/COUNT] [-f FILTER] [TOOL ...]: runs every
-# GPU test program under NVIDIA's compute-sanitizer, once per TOOL (default: memcheck
-# racecheck synccheck initcheck), and prints one line per tool and program: the tests run,
-# the tests that failed, and the errors the sanitizer reported.
+# tools/sanitize.sh [-b BUILD] [-o OUT] [-s INDEX/COUNT] [-f FILTER] [-p PROGRAM] [-t SECONDS]
+#                   [TOOL ...]: runs every GPU test program under NVIDIA's compute-sanitizer,
+# once per TOOL (default: memcheck racecheck synccheck initcheck), and prints one line per
+# tool and program: the tests run, the tests that failed, and the errors the sanitizer
+# reported.
 #
 #   BUILD   a configured and built tree (default build/test): its tests/squeeze_*gpu_tests
 #   OUT     where the logs go (default BUILD/sanitize): OUT/<tool>.<program>[.<shard>].log
 #   -s I/N  run shard I of N of each program's tests (GoogleTest sharding), for runs that
 #           must be split across calls; the shards of a tool together cover every test
 #   -f      a --gtest_filter for a quick look at some tests (a full run leaves it out)
+#   -p      only the programs whose name matches this shell pattern (default squeeze_*gpu_tests)
+#   -t      stop a program after SECONDS (default: no limit); a stopped run counts as failed
 #
 # memcheck runs with --leak-check full, so device memory a test leaves allocated counts as an
 # error; racecheck reports shared-memory hazards, synccheck misuse of barriers and warp
 # synchronization, initcheck reads of device memory nothing wrote. Multi-GPU tests (coll)
-# use every visible GPU; NCCL's NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+# use every visible GPU; NCCL's NVLink multicast stays off (NCCL_NVLS_ENABLE=0). Failed CUDA
+# API calls are not counted as errors (--report-api-errors no): squeeze checks the status of
+# every call it makes, and some tests provoke failures on purpose and assert on them (a range
+# registered twice, a capture begun inside a capture, a device ordinal that does not exist).
 # Exit status: 0 when every program passed with no sanitizer error, 1 otherwise, 2 on bad use.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build/test out="" shard="" filter=""
-while getopts "b:o:s:f:" opt; do
+build=build/test out="" shard="" filter="" pattern='squeeze_*gpu_tests' limit=""
+while getopts "b:o:s:f:p:t:" opt; do
   case $opt in
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     s) shard=$OPTARG ;;
     f) filter=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    p) pattern=$OPTARG ;;
+    t) limit=$OPTARG ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -33,8 +41,9 @@ tools=("$@")
 out=${out:-$build/sanitize}
 sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 [ -x "$sanitizer" ] || { echo "compute-sanitizer not found (set COMPUTE_SANITIZER)"; exit 2; }
-mapfile -t programs < <(find "$build/tests" -maxdepth 1 -type f -name 'squeeze_*gpu_tests' -perm -u+x | sort)
-[ ${#programs[@]} -gt 0 ] || { echo "no GPU test programs in $build/tests (build them first)"; exit 2; }
+mapfile -t programs < <(find "$build/tests" -maxdepth 1 -type f -name "$pattern" -perm -u+x | sort)
+[ ${#programs[@]} -gt 0 ] || { echo "no GPU test programs '$pattern' in $build/tests (build them first)"; exit 2; }
+[ -z "$limit" ] || [[ $limit =~ ^[1-9][0-9]*$ ]] || { echo "-t wants whole seconds, got '$limit'"; exit 2; }
 suffix=""
 if [ -n "$shard" ]; then
   [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt "${BASH_REMATCH[2]}" ] ||
@@ -58,22 +67,28 @@ for tool in "${tools[@]}"; do
   for program in "${programs[@]}"; do
     name=$(basename "$program")
     log=$out/$tool.$name$suffix.log
-    args=(--gtest_brief=1)
+    args=()
     [ -n "$filter" ] && args+=("--gtest_filter=$filter")
     start=$SECONDS
+    # Line-buffered, so a run that is stopped still names the test it was in.
     # shellcheck disable=SC2086  # the options are words
-    "$sanitizer" --tool "$tool" ${options[$tool]} --target-processes all --print-limit 100 \
-      "$program" "${args[@]}" > "$log" 2>&1
+    ${limit:+timeout "$limit"} stdbuf -oL "$sanitizer" --tool "$tool" ${options[$tool]} --target-processes all \
+      --report-api-errors no --print-limit 100 "$program" "${args[@]}" > "$log" 2>&1
     rc=$?
     seconds=$((SECONDS - start))
-    errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
+    # memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors", racecheck with
+    # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)": its warnings count too.
+    errors=$(sed -nE -e 's/.*ERROR SUMMARY: ([0-9]+).*/\1/p' \
+      -e 's/.*RACECHECK SUMMARY: .*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\1 \2/p' "$log" |
+      awk '{s += $1 + $2} END {print s + 0}')
     tests=$(grep -Eo '\[==========\] [0-9]+ tests? from' "$log" | awk '{s += $2} END {print s + 0}')
-    failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | wc -l)
-    summaries=$(grep -c 'ERROR SUMMARY' "$log")
+    failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | awk '{print $4}' | sort -u | wc -l)
+    summaries=$(grep -Ec '(ERROR|RACECHECK) SUMMARY' "$log")
     printf '%-10s %-28s %6d %6d %8d %8d\n' "$tool" "$name" "$tests" "$failed" "$errors" "$seconds"
     if [ "$rc" -ne 0 ] || [ "$errors" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$summaries" -eq 0 ]; then
       status=1
-      [ "$summaries" -eq 0 ] && echo "  (no sanitizer summary: the run did not finish, see $log)"
+      [ "$summaries" -eq 0 ] && echo "  (no sanitizer summary: the run did not finish; last test" \
+        "started: $(grep -E '^\[ RUN +\]' "$log" | tail -1 | sed -E 's/^\[ RUN +\] //'); see $log)"
       [ "$rc" -ne 0 ] && echo "  (exit status $rc, see $log)"
     fi
   done
