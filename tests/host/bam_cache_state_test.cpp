@@ -390,12 +390,21 @@ TEST(BamCacheState, CacheFullWhenEverySlotIsPinnedThenRecovers) {
     EXPECT_EQ(cs.state(line).pins, 1u);
     EXPECT_FALSE(cs.slot(static_cast<std::uint32_t>(line)).claimed);
   }
-  // Still full on a second try; a hit on a pinned line works meanwhile.
-  EXPECT_EQ(cs.acquire(10).st, status::cache_full);
+  // Still full on a second try, with the same pins: the same digest (whatever the line
+  // asked for). A hit on a pinned line works meanwhile and shows in the digest.
+  const bam::acquire_result again = cs.acquire(10);
+  EXPECT_EQ(again.st, status::cache_full);
+  EXPECT_EQ(again.pinned_digest, full.pinned_digest);
   const bam::acquire_result hit = cs.acquire(1);
   ASSERT_EQ(hit.st, status::ok);
   EXPECT_FALSE(hit.must_fill);
+  const bam::acquire_result while_hit = cs.acquire(10);
+  EXPECT_EQ(while_hit.st, status::cache_full);
+  EXPECT_NE(while_hit.pinned_digest, full.pinned_digest);
   cs.release(1);
+  const bam::acquire_result after_hit = cs.acquire(10);
+  EXPECT_EQ(after_hit.st, status::cache_full);
+  EXPECT_EQ(after_hit.pinned_digest, full.pinned_digest);
 
   // Releasing line 1 makes it the only victim.
   cs.release(1);

@@ -153,25 +153,20 @@ concept line_source = requires(const S& s, unsigned mask, std::uint64_t line, st
 
 namespace detail {
 
-/// The GPU's global nanosecond timer.
-SQUEEZE_DEVICE std::uint64_t global_ns() {
-  std::uint64_t t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 }  // namespace detail
 
-/// How long a warp keeps asking for a slot after the state machine first told it that every
-/// slot is pinned, before it reports status::cache_full. cache_state_ref::try_acquire says
+/// How long a warp keeps asking for a slot while every slot stays pinned by the same
+/// holders, before it reports status::cache_full. cache_state_ref::try_acquire says
 /// cache_full only when its sweep saw every slot pinned (slots in transition, being filled,
-/// evicted or written back, are waited for inside it), so this bound is about pins alone: a
-/// warp cannot tell pins that other warps release within microseconds (more warps than slots
-/// is the normal case) from pins that nobody will release (a warp that holds a warp_pin and
-/// reads another line while every other slot is pinned, or several warps doing that to each
-/// other). The bound turns the second case into a status instead of a hang; it is long so
-/// that the first case, under a time-sliced or heavily oversubscribed GPU, never reaches
-/// the caller. Time spent waiting for a BUSY line does not count. Not tuned by measurement.
+/// evicted or written back, are waited for inside it), and each such answer carries a digest
+/// of the pins it saw. A warp cannot tell pins that other warps release within microseconds
+/// (more warps than slots is the normal case) from pins that nobody will release (a warp that
+/// holds a warp_pin and reads another line while every other slot is pinned, or several warps
+/// doing that to each other), but it can see progress: a digest that changes means that
+/// pins come and go, and the clock starts again. Only pins that stay exactly as they are for
+/// this long become a status instead of a hang, so a slow GPU (time-sliced, oversubscribed,
+/// or under compute-sanitizer) is never mistaken for a stuck one. Not tuned by measurement.
 inline constexpr std::uint64_t cache_full_timeout_ns = 100'000'000;
 
 /// The lanes `active` (all of them call it, all with the same `line`) get that line:
@@ -185,16 +180,18 @@ SQUEEZE_DEVICE held_line warp_acquire(const cache_ref& cache, const Source& sour
   if (core::arch::lane_id() == leader) {
     core::backoff wait;
     bool full = false;             // the state machine has said cache_full to this warp
-    std::uint64_t full_since = 0;  // when it first did
+    std::uint64_t full_since = 0;  // when it first did with the pins it saw last
+    std::uint64_t digest = 0;      // those pins
     for (;;) {
       r = cache.state.try_acquire(line);
       if (r.st == status::cache_full) {
-        const std::uint64_t now = detail::global_ns();
-        if (!full) {
+        const std::uint64_t now = core::arch::global_timer_ns();
+        if (!full || r.pinned_digest != digest) {
           full = true;
           full_since = now;
+          digest = r.pinned_digest;
         } else if (now - full_since >= cache_full_timeout_ns) {
-          break;  // every slot pinned at the last try, and no slot had for this long
+          break;  // every slot pinned, by the same pins, for this long
         }
       } else if (!r.busy) {
         break;

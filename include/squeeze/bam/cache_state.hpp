@@ -103,7 +103,9 @@
 //            last a few instructions. Defined and without deadlock: acquire never waits for a
 //            pin to drop, and a thread that finds only pins claims nothing, so threads that all
 //            hold pins and all ask for more all get cache_full. The caller releases what it
-//            holds and retries, or reports.
+//            holds and retries, or reports. The result carries a digest of the pins the sweep
+//            saw, so a caller that retries can tell pins that come and go (progress) from
+//            pins that stay (bam::warp_acquire reports only the second, after a while).
 //
 //   after a miss, the caller:
 //     1. if r.writeback_line != no_line: writes the slot's data (still the victim's) to the
@@ -191,6 +193,10 @@ struct acquire_result {
   /// try_acquire only: the line was BUSY (another thread fetches, evicts or writes it back);
   /// nothing is held, try again later.
   bool busy = false;
+  /// cache_full only: a digest of what the sweep saw (each slot's owner and its line word,
+  /// pin count included). Two cache_full results with different digests mean that some pin
+  /// was taken or dropped in between: the cache is busy, not stuck.
+  std::uint64_t pinned_digest = 0;
 };
 
 /// A line word decoded (for tests, assertions and debugging; racy by nature).
@@ -485,9 +491,13 @@ class cache_state_ref {
           if (try_take(s, w, r) == slot_verdict::taken) return r;
         }
       }
-      const slot_verdict v = sweep(r);
+      std::uint64_t digest = 0;
+      const slot_verdict v = sweep(r, digest);
       if (v == slot_verdict::taken) return r;
-      if (v == slot_verdict::pinned) break;
+      if (v == slot_verdict::pinned) {
+        r.pinned_digest = digest;
+        break;
+      }
       wait.pause();  // some slot is in transition: it ends without any pin being released
     }
     line_word(line).fetch_sub(busy_bit + 1, cuda::std::memory_order_release);
@@ -497,8 +507,9 @@ class cache_state_ref {
 
   /// One look at every slot, from the hand on, REFERENCE bits ignored: takes the first slot
   /// that is empty or holds an unpinned line; otherwise `pinned` when every slot was seen
-  /// pinned, `in_transition` when some slot was not.
-  SQUEEZE_HOST_DEVICE slot_verdict sweep(acquire_result& r) const {
+  /// pinned (`digest`: a sum over the slots of a hash of the owner's line number and line
+  /// word, whatever order the sweep took), `in_transition` when some slot was not.
+  SQUEEZE_HOST_DEVICE slot_verdict sweep(acquire_result& r, std::uint64_t& digest) const {
     const std::uint64_t start =
         cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>{*hand_}.load(
             cuda::std::memory_order_relaxed);
@@ -510,6 +521,12 @@ class cache_state_ref {
           (w & claimed_bit) != 0 ? slot_verdict::in_transition : try_take(s, w, r);
       if (v == slot_verdict::taken) return v;
       if (v == slot_verdict::in_transition) verdict = v;
+      if (verdict == slot_verdict::pinned) {
+        const std::uint64_t owner = w & owner_mask;  // pinned: an owner, so owner >= 1
+        const std::uint32_t word = line_word(owner - 1).load(cuda::std::memory_order_relaxed);
+        const std::uint64_t x = (owner << 32 | word) * 0x9e3779b97f4a7c15ull;
+        digest += x ^ x >> 31;
+      }
     }
     return verdict;
   }
