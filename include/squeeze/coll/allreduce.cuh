@@ -275,7 +275,12 @@ class allreducer {
     scratch_offset_ = per_slot * static_cast<std::size_t>(slots_needed);
     std::size_t need = scratch_offset_;
     if (!identity && !c.options.collective) need += detail::align16(c.layout.per_chunk * sizeof(T));
-    if (workspace_.bytes() < need) workspace_ = core::device_buffer<std::byte>{need};
+    if (workspace_.bytes() < need) {
+      workspace_ = core::device_buffer<std::byte>{need};
+      // Messages go out at their bound (max_wire_bytes), bytes that an encoder leaves
+      // unwritten inside it included: zero them once so that no undefined byte is sent.
+      workspace_.fill_bytes(0, c.stream);
+    }
     slot_sizes_.assign(static_cast<std::size_t>(std::max(slots_needed, 1)), 0);
     if constexpr (!identity) {
       if constexpr (!Codec::fixed_size) {

@@ -624,6 +624,9 @@ class cb_gmres {
     w_ = core::device_buffer<double>{stride_, stream_};
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(w_.data(), 0, stride_ * sizeof(double), stream_));
     scalars_ = core::device_buffer<double>{scalar_count(), stream_};
+    // fetch() copies a prefix of the scalars, slots not yet written included: zero them once
+    // so that no uninitialized byte ever leaves the GPU.
+    scalars_.fill_bytes(0, stream_);
     partials_ =
         core::device_buffer<double>{max_cols * std::max(multidot_grid_, update_grid_), stream_};
     host_ = core::pinned_buffer<double>{scalar_count()};

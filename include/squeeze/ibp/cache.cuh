@@ -211,6 +211,9 @@ class compressed_cache {
     for (const int d : devices) {
       core::device_scope on{d};
       slabs_.emplace_back(slab_bytes);
+      // The decoder reads whole 16-byte words, so the bytes after the last row of a slab are
+      // read (and ignored): zero them once so that they are defined.
+      SQUEEZE_CUDA_TRY(cudaMemset(slabs_.back().data(), 0, slab_bytes));
     }
     used_.assign(devices.size(), 0);
   }
