@@ -125,9 +125,7 @@ struct file_line_source {
     return detail::line_length(line, line_bytes, bytes);
   }
   SQUEEZE_DEVICE queue_ref queue() const {
-    unsigned sm = 0;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    return queues[sm % queues.size()];
+    return queues[core::arch::sm_id() % queues.size()];
   }
   SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
                                    std::uint32_t line_bytes) const {

@@ -1,7 +1,7 @@
 // squeeze/core/arch.cuh: the thin layer of raw PTX and intrinsics everything above uses.
 //
-// Nothing above this file (and its Hopper sibling wgmma.cuh) writes inline assembly. Each
-// wrapper here is per-thread.
+// Nothing outside core/ writes inline assembly: it goes here (or, for Hopper, in hopper.cuh
+// and wgmma.cuh). Each wrapper here is per-thread.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,6 +17,20 @@ SQUEEZE_DEVICE unsigned lane_id() {
   unsigned lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   return lane;
+}
+
+/// The SM this thread runs on (%smid: stable for the life of a block, not across blocks).
+SQUEEZE_DEVICE unsigned sm_id() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
+
+/// The GPU's global nanosecond timer (%globaltimer).
+SQUEEZE_DEVICE std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 /// 16-byte load cached in L2 only: streaming reads of mapped host memory or of data

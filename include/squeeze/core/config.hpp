@@ -21,6 +21,12 @@
 #define SQUEEZE_DEVICE_PASS 0
 #endif
 
+// The oldest GPU squeeze builds for: compute capability 8.0 (Ampere; warp reductions such as
+// __reduce_max_sync, cp.async). ROAST's tensor-core path needs sm_90a (Hopper) on top.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "squeeze needs compute capability 8.0 or newer: build for sm_80 or later (CMake: -DCMAKE_CUDA_ARCHITECTURES=80 or 90; nvcc: -arch=sm_80 or -arch=sm_90)"
+#endif
+
 #if SQUEEZE_CUDA_COMPILER
 #define SQUEEZE_HOST_DEVICE __host__ __device__ inline
 #define SQUEEZE_DEVICE __device__ inline
