@@ -129,7 +129,7 @@ struct graph_case {
   core::device_buffer<std::uint64_t> offsets;
   core::pinned_buffer<std::uint32_t> neighbors;
   core::device_buffer<std::uint32_t> fvl_1k, fvl_4k, out;
-  std::unique_ptr<bam::array<std::uint32_t, bam::host_memory>> direct;
+  std::unique_ptr<bam::array<std::uint32_t, bam::mapped_host_memory>> direct;
   std::unique_ptr<bam::array<std::uint32_t, bam::cached_host_memory>> cached;
   std::string path;
   std::unique_ptr<bam::io_service> service;
@@ -162,7 +162,7 @@ struct graph_case {
     const auto n = static_cast<std::uint32_t>(g.num_vertices());
     bam::first_vertex_list(offsets.data(), n, m, 256, fvl_1k.data(), nullptr);
     bam::first_vertex_list(offsets.data(), n, m, 1024, fvl_4k.data(), nullptr);
-    direct = std::make_unique<bam::array<std::uint32_t, bam::host_memory>>(neighbors);
+    direct = std::make_unique<bam::array<std::uint32_t, bam::mapped_host_memory>>(neighbors);
     cached = std::make_unique<bam::array<std::uint32_t, bam::cached_host_memory>>(
         neighbors, bam::cache_options{1024, lines(1024) / 100});
     path = "/tmp/squeeze_bench_bam_" + kind + ".bin";

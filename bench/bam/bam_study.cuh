@@ -180,7 +180,7 @@ inline void tour_section(report_table& table, const tour_context& context) {
   const auto vertices = static_cast<std::uint32_t>(g.num_vertices());
   bam::first_vertex_list(offsets.data(), vertices, g.num_edges(), graph_line / 4, fvl.data(),
                          nullptr);
-  bam::array<std::uint32_t, bam::host_memory> direct{neighbors};
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
   bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {graph_line, lines / 100}};
   const auto time_bfs = [&](auto& array, bam::traversal how) {
     const bam::graph_ref<typename std::remove_reference_t<decltype(array)>::ref_type> ref{

@@ -27,7 +27,7 @@
 //                 cudaMemAdvise(AccessedBy = this GPU): the GPU reads the host pages in place
 //   uvm-prefetch  the same, with cudaMemPrefetchAsync of the whole range to the GPU inside
 //                 the timed region before the kernels (a best case: it knows all will be read)
-//   zero-copy     bam::array<T, host_memory>: pinned mapped host memory read in place
+//   zero-copy     bam::array<T, mapped_host_memory>: pinned mapped host memory read in place
 //                 (EMOGI's direct access; the graph traversal is vertex-centric)
 //   bam-1pct, bam-10pct  bam::array<T, cached_host_memory>, a cache of 1 % / 10 % of the
 //                 data in GPU memory (lines of --random-line B for rand4/row512, --graph-line
@@ -78,7 +78,7 @@
 //     "variant": "uvm-demand" | "uvm-advise" | "uvm-prefetch" | "zero-copy" | "bam-1pct" |
 //                "bam-10pct" (random reads) | "bam-1pct-odt" | "bam-10pct-vertex" | ...,
 //     "side": "uvm" | "squeeze",
-//     "backing": "managed" | "host_memory" | "cached_host_memory",
+//     "backing": "managed" | "mapped_host_memory" | "cached_host_memory",
 //     "traversal": "vertex" | "odt" | "line_aware" (graphs) | "thread-per-read" |
 //                  "warp-per-row" (random reads),
 //     "temperature": "cold" | "warm",
@@ -748,7 +748,7 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
 
   // The squeeze side.
   const std::uint64_t lines = (bytes + o.random_line - 1) / o.random_line;
-  bam::array<T, bam::host_memory> direct{host};
+  bam::array<T, bam::mapped_host_memory> direct{host};
   std::unique_ptr<bam::array<T, bam::cached_host_memory>> cached[2];
   const double percents[2] = {1.0, 10.0};
   const char* names[2] = {"bam-1pct", "bam-10pct"};
@@ -768,7 +768,7 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
     v.base = base;
     v.base.variant = "zero-copy";
     v.base.side = "squeeze";
-    v.base.backing = "host_memory";
+    v.base.backing = "mapped_host_memory";
     v.reset = reset;
     v.run = [&] { return launch(direct.ref()); };
     v.check = checker(direct);
@@ -880,7 +880,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
   parallel_for(m, [&](std::uint64_t begin, std::uint64_t end) {
     std::memcpy(neighbors.data() + begin, g.neighbors.data() + begin, (end - begin) * 4);
   });
-  bam::array<std::uint32_t, bam::host_memory> direct{neighbors};
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
   std::unique_ptr<bam::array<std::uint32_t, bam::cached_host_memory>> cached[2];
   const double percents[2] = {1.0, 10.0};
   const char* names[2] = {"bam-1pct", "bam-10pct"};
@@ -945,7 +945,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
       v.base = base;
       v.base.variant = "zero-copy";
       v.base.side = "squeeze";
-      v.base.backing = "host_memory";
+      v.base.backing = "mapped_host_memory";
       v.reset = reset;
       v.run = [&] { return algorithm(direct.ref(), bam::traversal::vertex); };
       v.check = checker(direct);

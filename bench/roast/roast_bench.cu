@@ -1,4 +1,4 @@
-// bench/roast/roast_bench.cu: ROAST-MM in the seed paper's Table 7 setting.
+// bench/roast/roast_bench.cu: ROAST-MM in the Table 7 setting of Desai et al. (ICML 2023).
 //
 // Batch 512, square K = N in {512 .. 16384}, |M| = 4 MB and 64 MB. The baseline is cuBLAS
 // on the dense W in the same precision, in the same run: W is ROAST's own W, materialized

@@ -1,6 +1,6 @@
 // bench/roast/roast_study.cuh: what the ROAST bench and the tour share: cuBLAS baselines on
 // the materialized W (same precision, same run), fills, the cross-checks, and the tour's
-// section (batch 512, K = N = 8192, |M| = 4 MB: the seed paper's Table 7 setting).
+// section (batch 512, K = N = 8192, |M| = 4 MB: Table 7 of Desai et al., ICML 2023).
 #pragma once
 
 #include <cublas_v2.h>

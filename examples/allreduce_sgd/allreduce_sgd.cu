@@ -3,8 +3,8 @@
 // uncompressed baseline) or squeeze's (coll::allreducer), raw or with FRSZ2 on the wire. Each
 // variant trains from the same initialization with the same batch order; the program prints
 // every epoch's test accuracy, train loss, time and time inside the allreduce, and a summary
-// that compares the compressed variants' accuracy with the baseline's (the seed paper claims
-// compression costs less than 0.5 points) and shows the bytes each sends per step.
+// that compares the compressed variants' accuracy with the baseline's (Zhou et al., ISC 2024,
+// report that compression costs less than 0.5 points) and shows the bytes each sends per step.
 //
 //   mpiexec -n 2 build/bench/examples/allreduce_sgd --data DIR
 //   mpiexec -n N allreduce_sgd [--data DIR] [--epochs N] [--batch B] [--seed S] [--lr LR]
@@ -522,8 +522,8 @@ void print_summary(const context& c, const std::vector<summary>& results, std::s
       values, values * sizeof(float), c.w.size);
   if (native != nullptr && worst >= 0) {
     std::printf(
-        "largest difference to native: %.2f points (the seed paper claims compression within "
-        "0.5): %s\n",
+        "largest difference to native: %.2f points (Zhou et al., ISC 2024, report compression "
+        "within 0.5): %s\n",
         worst, worst <= 0.5 ? "within" : "NOT within");
   }
 }

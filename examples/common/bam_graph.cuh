@@ -175,7 +175,7 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
                 ms / direct_ms, ok ? "matches the host" : "DIFFERS FROM THE HOST");
   };
   {
-    bam::array<std::uint32_t, bam::host_memory> direct{neighbors};
+    bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
     run("direct zero-copy (EMOGI)", direct, bam::traversal::vertex);
   }
   bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {o.line, slots}};

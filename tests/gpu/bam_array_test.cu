@@ -201,7 +201,7 @@ TEST(BamArray, EveryBackingReadsLikeTheHostCopy) {
     check_gather(a, host, 2);
   }
   {
-    bam::array<std::uint32_t, bam::host_memory> a{mapped};
+    bam::array<std::uint32_t, bam::mapped_host_memory> a{mapped};
     check_gather(a, host, 3);
   }
   for (const std::uint32_t line : {512u, 4096u, 65536u}) {
@@ -242,7 +242,7 @@ TEST(BamArray, WritesReachTheHostMemoryAfterFlush) {
     EXPECT_EQ(bad, 0u) << "elements differ in host memory after the flush";
   }
   // Straight to host memory, no cache.
-  bam::array<std::uint32_t, bam::host_memory> direct{mapped};
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{mapped};
   owner_write_kernel<<<132, 256>>>(direct.ref(), 77u, mismatches.data());
   SQUEEZE_CHECK_LAUNCH();
   direct.check();
@@ -429,7 +429,8 @@ TEST(BamArray, BadConfigurationsThrow) {
   EXPECT_THROW((cached{mapped, {131072, 8}}), squeeze::invalid_argument);  // above 64 KiB
   EXPECT_THROW((cached{mapped, {4096, 0}}), squeeze::invalid_argument);    // no slot
   core::pinned_buffer<std::uint32_t> unmapped{16, core::host_memory::pinned};
-  EXPECT_THROW((bam::array<std::uint32_t, bam::host_memory>{unmapped}), squeeze::invalid_argument);
+  EXPECT_THROW((bam::array<std::uint32_t, bam::mapped_host_memory>{unmapped}),
+               squeeze::invalid_argument);
 }
 
 namespace bam_array_test {

@@ -72,7 +72,7 @@ void check_every_traversal(const io::graph& host) {
   const gpu_graph g{host};
   {
     SCOPED_TRACE("direct zero-copy");
-    bam::array<std::uint32_t, bam::host_memory> direct{g.neighbors};
+    bam::array<std::uint32_t, bam::mapped_host_memory> direct{g.neighbors};
     check_graph(host, g, direct, bam::traversal::vertex, nullptr);
   }
   for (const std::uint32_t line : {512u, 4096u}) {
@@ -122,7 +122,7 @@ TEST(BamGraph, BadArgumentsThrow) {
   const io::graph host = io::generate_urand(o);
   const gpu_graph g{host};
   core::device_buffer<std::uint32_t> out{g.vertices};
-  bam::array<std::uint32_t, bam::host_memory> direct{g.neighbors};
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{g.neighbors};
   const bam::graph_ref<decltype(direct)::ref_type> d{g.offsets.data(), direct.ref(), g.vertices,
                                                      nullptr};
   EXPECT_THROW(bam::bfs(d, g.edges, 0, bam::traversal::line_aware, out.data(), nullptr),

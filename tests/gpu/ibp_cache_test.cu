@@ -52,8 +52,9 @@ struct result {
 // Gathers `indices` of `set` (placed in mapped host memory) through `cache`.
 // (With `clusters`, the set's rows decode with their clusters' codebooks instead of cb.)
 result gather_through(const ibp::compressed_set& set, const ibp::codebook& cb,
-                      const ibp::cache_ref& cache, const std::vector<std::int64_t>& indices,
-                      std::size_t dst_stride, const ibp::cluster_ref& clusters = {}) {
+                      const ibp::compressed_cache_ref& cache,
+                      const std::vector<std::int64_t>& indices, std::size_t dst_stride,
+                      const ibp::cluster_ref& clusters = {}) {
   const ibp::device_codebook dcb{cb};
   const squeeze::test::placed_set placed{source_kind::mapped_host, set};
   core::device_buffer<std::int64_t> idx{indices.size()};
@@ -170,7 +171,7 @@ TEST(IbpCache, EmptyCacheAndTamperedHandles) {
   std::vector<std::uint64_t> first(10);
   std::iota(first.begin(), first.end(), 0);
   ASSERT_EQ(cache.insert(set, cb, first), 10u);
-  ibp::cache_ref ref = cache.ref();
+  ibp::compressed_cache_ref ref = cache.ref();
   std::vector<std::uint64_t> keys(ref.capacity), handles(ref.capacity);
   SQUEEZE_CUDA_TRY(cudaMemcpy(keys.data(), ref.keys, ref.capacity * 8, cudaMemcpyDeviceToHost));
   SQUEEZE_CUDA_TRY(

@@ -9,7 +9,7 @@
 //
 // Backings (policies):
 //   device_memory        the data in GPU memory; no cache (the baseline)
-//   host_memory          pinned, mapped host memory read and written directly over PCIe
+//   mapped_host_memory   pinned, mapped host memory read and written directly over PCIe
 //                        (zero-copy, EMOGI's access); no cache, no atomics
 //   cached_host_memory   pinned, mapped host memory behind the cache: a miss fetches the
 //                        whole line with all of the warp's active lanes
@@ -52,12 +52,12 @@
 namespace squeeze::bam {
 
 struct device_memory {};
-struct host_memory {};
+struct mapped_host_memory {};
 struct cached_host_memory {};
 struct cached_file {};
 
 template <class B>
-concept backing = std::same_as<B, device_memory> || std::same_as<B, host_memory> ||
+concept backing = std::same_as<B, device_memory> || std::same_as<B, mapped_host_memory> ||
     std::same_as<B, cached_host_memory> || std::same_as<B, cached_file>;
 
 /// How cached accesses behave.
@@ -124,9 +124,7 @@ struct file_line_source {
   SQUEEZE_DEVICE std::uint32_t length(std::uint64_t line, std::uint32_t line_bytes) const {
     return detail::line_length(line, line_bytes, bytes);
   }
-  SQUEEZE_DEVICE queue_ref queue() const {
-    return queues[core::arch::sm_id() % queues.size()];
-  }
+  SQUEEZE_DEVICE queue_ref queue() const { return queues[core::arch::sm_id() % queues.size()]; }
   SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
                                    std::uint32_t line_bytes) const {
     const auto leader = static_cast<unsigned>(__ffs(mask) - 1);
@@ -209,7 +207,7 @@ class array_ref {
   /// data[i] += v atomically against every other GPU access; returns the old value. GPU
   /// memory and cached backings only (PCIe does not make GPU atomics atomic for the host).
   SQUEEZE_DEVICE T atomic_add(std::uint64_t i, T v) const
-      requires(!std::same_as<Backing, host_memory>) {
+      requires(!std::same_as<Backing, mapped_host_memory>) {
     T old{};
     access(i, true, [&](T* p) { old = atomicAdd(p, v); });
     return old;
@@ -303,7 +301,7 @@ class array {
   }
   /// Host memory read in place: `host` is pinned and mapped (cudaHostAlloc with
   /// cudaHostAllocMapped, core::pinned_buffer with a mapped kind, or a registration).
-  array(const core::pinned_buffer<T>& host) requires(std::same_as<Backing, host_memory>)
+  array(const core::pinned_buffer<T>& host) requires(std::same_as<Backing, mapped_host_memory>)
       : size_{host.size()}, status_{1} {
     init(mapped(host));
   }

@@ -151,11 +151,6 @@ concept line_source = requires(const S& s, unsigned mask, std::uint64_t line, st
   { s.write(line, src, bytes) } -> std::same_as<status>;
 };
 
-namespace detail {
-
-
-}  // namespace detail
-
 /// How long a warp keeps asking for a slot while every slot stays pinned by the same
 /// holders, before it reports status::cache_full. cache_state_ref::try_acquire says
 /// cache_full only when its sweep saw every slot pinned (slots in transition, being filled,

@@ -8,7 +8,7 @@
 // Traversals (how warps are given work; every one gives the same result):
 //   vertex      a warp per vertex; its lanes read the vertex's neighbors 32 at a time from a
 //               128-byte-aligned start (EMOGI's merged, aligned access); with a cache, the
-//               lanes on one line share one probe. Over a host_memory array this is the
+//               lanes on one line share one probe. Over a mapped_host_memory array this is the
 //               direct zero-copy baseline.
 //   line_aware  a warp per vertex, walking its neighbor range a cache line at a time: one
 //               pin per line (warp_pin), then plain loads. Cached arrays only.

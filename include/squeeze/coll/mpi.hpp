@@ -5,11 +5,11 @@
 //   coll::allreducer<coll::mpi_transport, frsz2::wire_codec<8>> ar{net};
 //
 // Host-compilable (mpi.h, the CUDA runtime API). MPI is progressed by the host, so a step
-// is the seed paper's Algorithm 1 loop body: recv() posts MPI_Irecv at once (before the
-// compression of this step's message has finished, so the two overlap), the first send()
-// waits for the stream (the message is then ready) and posts MPI_Isend, and end() waits
-// for both. The MPI library must be CUDA-aware (Open MPI built with CUDA, MVAPICH2-GDR, ...);
-// with Open MPI this is checked at construction.
+// is the loop body of Algorithm 1 in Zhou et al. (ISC 2024): recv() posts MPI_Irecv at once
+// (before the compression of this step's message has finished, so the two overlap), the
+// first send() waits for the stream (the message is then ready) and posts MPI_Isend, and
+// end() waits for both. The MPI library must be CUDA-aware (Open MPI built with CUDA,
+// MVAPICH2-GDR, ...); with Open MPI this is checked at construction.
 //
 // The transport duplicates the communicator (its messages never match the caller's) and
 // sets MPI_ERRORS_RETURN on the duplicate: a failing call throws coll::communication_error

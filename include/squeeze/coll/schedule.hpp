@@ -21,7 +21,7 @@
 //                        reduce ...     |  replace ...
 //
 // Recursive doubling (whole buffer, one chunk), with the pre- and post-steps for N that
-// is not a power of two (MPICH's scheme, as in the seed paper's Algorithm 2):
+// is not a power of two (MPICH's scheme, as in Algorithm 2 of Zhou et al., ISC 2024):
 //   pof2 = the largest power of two <= N, rem = N - pof2.
 //   pre-step (rem > 0): of ranks r < 2 rem, even r sends everything to r + 1 and sits out;
 //     odd r receives and reduces. Ranks >= 2 rem idle.

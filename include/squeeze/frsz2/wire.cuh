@@ -8,7 +8,8 @@
 //   [ payload: blocks(n) x words_per_block uint32 ][ exponents: blocks(n) uint16 ][ pad to 16 B ]
 //
 // Its size depends on n alone (Bits/32 of the raw size, plus 2 bytes per 32 values), so
-// peers need no size exchange: the analogue of ZFP's fixed-rate mode in the seed paper.
+// peers need no size exchange: the analogue of ZFP's fixed-rate mode in Zhou et al.
+// (ISC 2024).
 // decode_reduce decodes and reduces in one pass (dst[i] = op(dst[i], value i): frsz2::
 // decompress_reduce).
 //

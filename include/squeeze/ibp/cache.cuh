@@ -80,7 +80,7 @@ struct cache_handle {
 };
 
 /// The device view of a compressed cache (trivially copyable; kernels get it by value).
-struct cache_ref {
+struct compressed_cache_ref {
   static constexpr std::uint64_t empty_key = ~std::uint64_t{0};
 
   const std::uint64_t* keys = nullptr;     ///< [capacity] row ids, empty_key where free
@@ -103,16 +103,18 @@ SQUEEZE_HOST_DEVICE constexpr std::uint64_t cache_hash(std::uint64_t key) noexce
 
 /// Warp-cooperative lookup of row id `key`: its handle in `handle` and true, or false.
 /// Every lane of the warp calls it with the same key; the result is warp-uniform.
-SQUEEZE_DEVICE bool cache_find(const cache_ref& c, std::uint64_t key, cache_handle& handle) {
+SQUEEZE_DEVICE bool cache_find(const compressed_cache_ref& c, std::uint64_t key,
+                               cache_handle& handle) {
   if (c.capacity == 0) return false;
   const unsigned lane = core::arch::lane_id();
   const std::uint64_t mask = c.capacity - 1;
   const std::uint64_t home = cache_hash(key) & mask;
   for (std::uint64_t probed = 0; probed < c.capacity; probed += warp_threads) {
     const std::uint64_t slot = (home + probed + lane) & mask;
-    const std::uint64_t k = probed + lane < c.capacity ? c.keys[slot] : cache_ref::empty_key;
+    const std::uint64_t k =
+        probed + lane < c.capacity ? c.keys[slot] : compressed_cache_ref::empty_key;
     const unsigned hit = __ballot_sync(full_warp_mask, k == key);
-    const unsigned free = __ballot_sync(full_warp_mask, k == cache_ref::empty_key);
+    const unsigned free = __ballot_sync(full_warp_mask, k == compressed_cache_ref::empty_key);
     // Linear probing put the key before the first free slot of its run, if at all.
     if (hit != 0 && (free == 0 || __ffs(hit) < __ffs(free))) {
       const int from = __ffs(hit) - 1;
@@ -131,7 +133,7 @@ namespace detail {
 template <class Index>
 struct cache_request {
   gather_args<Index> set;
-  cache_ref cache;
+  compressed_cache_ref cache;
   unsigned long long* hits;  ///< optional: counts the rows served from the cache
 };
 
@@ -172,8 +174,8 @@ void cache_gather_kernel(cache_request<Index> req) {
 /// Asynchronous.
 template <gather_policy_like Policy = gather_policy, class Index>
 requires std::is_integral_v<Index>
-void gather_cached(const gather_args<Index>& a, const cache_ref& cache, cudaStream_t stream,
-                   unsigned long long* hits = nullptr) {
+void gather_cached(const gather_args<Index>& a, const compressed_cache_ref& cache,
+                   cudaStream_t stream, unsigned long long* hits = nullptr) {
   validate(a);
   SQUEEZE_EXPECTS(cache.capacity == 0 || (core::is_pow2(cache.capacity) && cache.keys != nullptr &&
                                           cache.handles != nullptr),
@@ -261,13 +263,13 @@ class compressed_cache {
     const std::uint64_t mask = keys_.size() - 1;
     for (std::uint64_t s = cache_hash(id) & mask;; s = (s + 1) & mask) {
       if (keys_[s] == id) return true;
-      if (keys_[s] == cache_ref::empty_key) return false;
+      if (keys_[s] == compressed_cache_ref::empty_key) return false;
     }
   }
 
   /// The device view, for user kernels that call cache_find themselves.
-  [[nodiscard]] cache_ref ref() const noexcept {
-    cache_ref c;
+  [[nodiscard]] compressed_cache_ref ref() const noexcept {
+    compressed_cache_ref c;
     c.keys = keys_d_.data();
     c.handles = handles_d_.data();
     c.capacity = keys_d_.size();
@@ -369,11 +371,11 @@ class compressed_cache {
       std::vector<std::uint64_t> old_keys = std::move(keys_);
       std::vector<std::uint64_t> old_handles = std::move(handles_);
       const std::size_t capacity = old_keys.empty() ? 64 : 2 * old_keys.size();
-      keys_.assign(capacity, cache_ref::empty_key);
+      keys_.assign(capacity, compressed_cache_ref::empty_key);
       handles_.assign(capacity, 0);
       entries_ = 0;
       for (std::size_t s = 0; s < old_keys.size(); ++s) {
-        if (old_keys[s] != cache_ref::empty_key) place(old_keys[s], old_handles[s]);
+        if (old_keys[s] != compressed_cache_ref::empty_key) place(old_keys[s], old_handles[s]);
       }
     }
     place(key, h.bits);
@@ -382,7 +384,7 @@ class compressed_cache {
   void place(std::uint64_t key, std::uint64_t handle) {
     const std::uint64_t mask = keys_.size() - 1;
     std::uint64_t s = cache_hash(key) & mask;
-    while (keys_[s] != cache_ref::empty_key) s = (s + 1) & mask;
+    while (keys_[s] != compressed_cache_ref::empty_key) s = (s + 1) & mask;
     keys_[s] = key;
     handles_[s] = handle;
     ++entries_;

@@ -89,7 +89,8 @@ inline constexpr std::uint16_t wire_compressed = 0;
 inline constexpr std::uint16_t wire_raw = 1;
 
 /// Threshold candidate k as a percentage of the rows that must agree on a bit for it to
-/// be invariant (100: every row; the seed paper found 75-90 % best on its data).
+/// be invariant (100: every row; Kamath et al., EuroSys 2026, found 75-90 % best on their
+/// data).
 SQUEEZE_HOST_DEVICE constexpr std::uint32_t wire_threshold_percent(int k) noexcept {
   switch (k) {
     case 0: return 100;
