@@ -1,8 +1,10 @@
 // FRSZ2 accessors on the host: the fp64 fast path equals the reference decoder on every
-// kind of block, and plain accessors convert on read and on write through their proxy.
+// kind of block, plain accessors convert on read and on write through their proxy, and both
+// serve as the accessor policy of cuda::std::mdspan.
 #include <squeeze/frsz2/accessor.hpp>
 
 #include <gtest/gtest.h>
+#include <cuda/std/mdspan>
 
 #include <bit>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/frsz2_test.hpp"
@@ -91,6 +94,46 @@ TEST(Frsz2Accessor, PlainStorageConvertsThroughTheProxy) {
   EXPECT_STREQ(frsz2::storage_traits<__nv_bfloat16>::name(), "bfloat16");
   EXPECT_STREQ(frsz2::storage_traits<frsz2::format<21>>::name(), "frsz2_21");
   EXPECT_DOUBLE_EQ(frsz2::storage_traits<frsz2::format<32>>::bits_per_value, 32.5);
+}
+
+// The accessors are AccessorPolicies of cuda::std::mdspan: a 2-D float matrix read and written
+// as double through its proxy, and an FRSZ2 vector read through a layout with a stride.
+TEST(Frsz2Accessor, WorksAsTheAccessorOfCudaStdMdspan) {
+  namespace cstd = cuda::std;
+  using plain = frsz2::accessor<float, double>;
+  std::vector<float> f(3 * 4);
+  cstd::mdspan<double, cstd::dextents<std::size_t, 2>, cstd::layout_right, plain> m{
+      f.data(),
+      cstd::layout_right::mapping<cstd::dextents<std::size_t, 2>>{
+          cstd::dextents<std::size_t, 2>{3, 4}},
+      plain{}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < 4; ++j)
+      m[cstd::array<std::size_t, 2>{i, j}] = 0.1 * double(i * 4 + j);
+  }
+  for (std::size_t k = 0; k < f.size(); ++k) EXPECT_EQ(f[k], static_cast<float>(0.1 * double(k)));
+  EXPECT_EQ(static_cast<double>(m[cstd::array<std::size_t, 2>{2, 3}]), static_cast<double>(f[11]));
+  // The proxy is assignable only as a temporary.
+  static_assert(!std::is_assignable_v<const plain::reference&, double>);
+  static_assert(std::is_assignable_v<plain::reference, double>);
+
+  using F = frsz2::format<21>;
+  const std::size_t n = 32 * 5 + 7;
+  const auto x = squeeze::test::frsz2_values<double>(n, 11, /*specials=*/false);
+  const auto v = frsz2::encode<F>(x, frsz2::rounding::nearest);
+  const auto want = frsz2::decode(v);
+  using ext = cstd::dextents<std::size_t, 1>;
+  const std::size_t every = 3;
+  const cstd::mdspan<const double, ext, cstd::layout_stride, frsz2::accessor<F, double>> s{
+      frsz2::compressed_handle<F>{v.payload.data(), v.exponents.data(), 0},
+      cstd::layout_stride::mapping<ext>{ext{(n + every - 1) / every},
+                                        cstd::array<std::size_t, 1>{every}},
+      frsz2::accessor<F, double>{}};
+  for (std::size_t i = 0; i < s.extent(0); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(s[cstd::array<std::size_t, 1>{i}]),
+              std::bit_cast<std::uint64_t>(want[i * every]))
+        << i;
+  }
 }
 
 namespace {
@@ -420,8 +463,9 @@ void check_every_exponent_word() {
   std::mt19937_64 rng{static_cast<std::uint64_t>(F::bits)};
   std::vector<B> random_codes(n);
   for (auto& c : random_codes) c = static_cast<B>(rng() & ((F::sign_bit << 1) - 1));
-  const B specials[] = {0, F::sign_bit, F::q_max, F::sign_bit | F::q_max, F::q_top,
-                        F::sign_bit | F::q_top, 1, B(F::sign_bit | 1)};
+  const B specials[] = {
+      0, F::sign_bit,       F::q_max, F::sign_bit | F::q_max, F::q_top, F::sign_bit | F::q_top,
+      1, B(F::sign_bit | 1)};
   std::vector<std::uint16_t> words;
   for (std::uint32_t w = 0; w < 0x1000; ++w) {
     // (middle exponents sampled: they take the same paths as their neighbours)

@@ -124,7 +124,8 @@ SQUEEZE_HOST_DEVICE To convert(From x) noexcept {
 }
 
 /// A proxy for one stored value: converts to Arithmetic on read, encodes on assignment.
-/// Not copyable, so it cannot outlive the expression that made it.
+/// Not copyable, and assignable only as the temporary that access() returns (as Ginkgo's
+/// accessor references are), so it cannot outlive the expression that made it.
 template <plain_storage S, class Arithmetic>
 class plain_reference {
  public:
@@ -134,7 +135,7 @@ class plain_reference {
   SQUEEZE_HOST_DEVICE operator Arithmetic() const noexcept {  // NOLINT: a proxy converts
     return convert<Arithmetic>(*p_);
   }
-  SQUEEZE_HOST_DEVICE const plain_reference& operator=(Arithmetic v) const noexcept {
+  SQUEEZE_HOST_DEVICE const plain_reference& operator=(Arithmetic v) const&& noexcept {
     *p_ = convert<S>(v);
     return *this;
   }
