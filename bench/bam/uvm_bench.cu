@@ -358,6 +358,26 @@ const record* find_record(std::string_view kernel, std::string_view graph, std::
 
 // ---- one variant: setup, verify, cold runs, warm runs -----------------------------------
 
+/// The error a kernel reported through `array` (its check()), or "" when none.
+template <class Array>
+std::string reported_error(Array& array) {
+  try {
+    array.check();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+/// Whether UVM variant `mode` can run on this GPU; when not, says so under "skipped".
+bool uvm_mode_runs(uvm_mode mode, bool concurrent, const std::string& kernel,
+                   const std::string& graph) {
+  if (mode == uvm_mode::demand || concurrent) return true;
+  skipped.push_back({kernel, graph, to_string(mode),
+                     "the GPU has no concurrentManagedAccess (no advice, no prefetch)"});
+  return false;
+}
+
 /// What measure() needs to run one variant of one kernel.
 struct variant_run {
   record base;                         ///< the fields its cold and warm records share
@@ -734,11 +754,7 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
   const auto reset = [&] { sum.fill_bytes(0, nullptr); };
   const auto checker = [&](auto& array) {
     return [&]() -> std::string {
-      try {
-        array.check();
-      } catch (const std::exception& e) {
-        return e.what();
-      }
+      if (std::string e = reported_error(array); !e.empty()) return e;
       unsigned long long got = 0;
       SQUEEZE_CUDA_TRY(cudaMemcpy(&got, sum.data(), sizeof got, cudaMemcpyDeviceToHost));
       if (got == expected) return {};
@@ -793,12 +809,7 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
   }
   if (managed.array) {
     for (const uvm_mode mode : {uvm_mode::demand, uvm_mode::advise, uvm_mode::prefetch}) {
-      if (!o.variant(to_string(mode))) continue;
-      if (mode != uvm_mode::demand && !concurrent) {
-        skipped.push_back({kernel, "none", to_string(mode),
-                           "the GPU has no concurrentManagedAccess (no advice, no prefetch)"});
-        continue;
-      }
+      if (!o.variant(to_string(mode)) || !uvm_mode_runs(mode, concurrent, kernel, "none")) continue;
       variant_run v = uvm_variant(o, managed, mode, device, base, launch);
       v.reset = reset;
       v.check = checker(*managed.array);
@@ -919,11 +930,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
     const auto reset = [&] { out.fill_bytes(0xFF, nullptr); };
     const auto checker = [&](auto& array) {
       return [&]() -> std::string {
-        try {
-          array.check();
-        } catch (const std::exception& e) {
-          return e.what();
-        }
+        if (std::string e = reported_error(array); !e.empty()) return e;
         out.copy_to(std::span<std::uint32_t>{got}, nullptr);
         SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
         std::uint64_t wrong = 0, first = 0;
@@ -974,10 +981,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
     }
     if (managed.array) {
       for (const uvm_mode mode : {uvm_mode::demand, uvm_mode::advise, uvm_mode::prefetch}) {
-        if (!o.variant(to_string(mode))) continue;
-        if (mode != uvm_mode::demand && !concurrent) {
-          skipped.push_back({algo, kind, to_string(mode),
-                             "the GPU has no concurrentManagedAccess (no advice, no prefetch)"});
+        if (!o.variant(to_string(mode)) || !uvm_mode_runs(mode, concurrent, algo, kind)) {
           continue;
         }
         variant_run v = uvm_variant(o, managed, mode, device, base, [&](auto ref) {

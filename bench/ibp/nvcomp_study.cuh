@@ -390,82 +390,30 @@ class batched_codec final : public codec {
   decompress_opts d_;
 };
 
-// The batched functions of each nvCOMP 6 API, named alike (nvcomp/<codec>.h).
-struct lz4_api {
-  static constexpr const char* name = "LZ4";
-  using compress_opts = nvcompBatchedLZ4CompressOpts_t;
-  using decompress_opts = nvcompBatchedLZ4DecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedLZ4CompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments = &nvcompBatchedLZ4DecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedLZ4CompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedLZ4CompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedLZ4DecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedLZ4CompressAsync;
-  static constexpr auto decompress = &nvcompBatchedLZ4DecompressAsync;
-};
-struct gdeflate_api {
-  static constexpr const char* name = "Gdeflate";
-  using compress_opts = nvcompBatchedGdeflateCompressOpts_t;
-  using decompress_opts = nvcompBatchedGdeflateDecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedGdeflateCompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments =
-      &nvcompBatchedGdeflateDecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedGdeflateCompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedGdeflateCompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedGdeflateDecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedGdeflateCompressAsync;
-  static constexpr auto decompress = &nvcompBatchedGdeflateDecompressAsync;
-};
-struct zstd_api {
-  static constexpr const char* name = "Zstd";
-  using compress_opts = nvcompBatchedZstdCompressOpts_t;
-  using decompress_opts = nvcompBatchedZstdDecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedZstdCompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments = &nvcompBatchedZstdDecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedZstdCompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedZstdCompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedZstdDecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedZstdCompressAsync;
-  static constexpr auto decompress = &nvcompBatchedZstdDecompressAsync;
-};
-struct ans_api {
-  static constexpr const char* name = "ANS";
-  using compress_opts = nvcompBatchedANSCompressOpts_t;
-  using decompress_opts = nvcompBatchedANSDecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedANSCompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments = &nvcompBatchedANSDecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedANSCompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedANSCompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedANSDecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedANSCompressAsync;
-  static constexpr auto decompress = &nvcompBatchedANSDecompressAsync;
-};
-struct bitcomp_api {
-  static constexpr const char* name = "Bitcomp";
-  using compress_opts = nvcompBatchedBitcompCompressOpts_t;
-  using decompress_opts = nvcompBatchedBitcompDecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedBitcompCompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments =
-      &nvcompBatchedBitcompDecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedBitcompCompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedBitcompCompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedBitcompDecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedBitcompCompressAsync;
-  static constexpr auto decompress = &nvcompBatchedBitcompDecompressAsync;
-};
-struct cascaded_api {
-  static constexpr const char* name = "Cascaded";
-  using compress_opts = nvcompBatchedCascadedCompressOpts_t;
-  using decompress_opts = nvcompBatchedCascadedDecompressOpts_t;
-  static constexpr auto compress_alignments = &nvcompBatchedCascadedCompressGetRequiredAlignments;
-  static constexpr auto decompress_alignments =
-      &nvcompBatchedCascadedDecompressGetRequiredAlignments;
-  static constexpr auto max_output = &nvcompBatchedCascadedCompressGetMaxOutputChunkSize;
-  static constexpr auto compress_temp = &nvcompBatchedCascadedCompressGetTempSize;
-  static constexpr auto decompress_temp = &nvcompBatchedCascadedDecompressGetTempSize;
-  static constexpr auto compress = &nvcompBatchedCascadedCompressAsync;
-  static constexpr auto decompress = &nvcompBatchedCascadedDecompressAsync;
-};
+// The batched functions of each nvCOMP 6 API, named alike (nvcomp/<codec>.h):
+// nvcompBatched<Codec>CompressAsync and so on, so one macro spells each table.
+#define SQUEEZE_NVCOMP_API(type, Codec)                                                      \
+  struct type {                                                                              \
+    static constexpr const char* name = #Codec;                                              \
+    using compress_opts = nvcompBatched##Codec##CompressOpts_t;                              \
+    using decompress_opts = nvcompBatched##Codec##DecompressOpts_t;                          \
+    static constexpr auto compress_alignments =                                              \
+        &nvcompBatched##Codec##CompressGetRequiredAlignments;                                \
+    static constexpr auto decompress_alignments =                                            \
+        &nvcompBatched##Codec##DecompressGetRequiredAlignments;                              \
+    static constexpr auto max_output = &nvcompBatched##Codec##CompressGetMaxOutputChunkSize; \
+    static constexpr auto compress_temp = &nvcompBatched##Codec##CompressGetTempSize;        \
+    static constexpr auto decompress_temp = &nvcompBatched##Codec##DecompressGetTempSize;    \
+    static constexpr auto compress = &nvcompBatched##Codec##CompressAsync;                   \
+    static constexpr auto decompress = &nvcompBatched##Codec##DecompressAsync;               \
+  };
+SQUEEZE_NVCOMP_API(lz4_api, LZ4)
+SQUEEZE_NVCOMP_API(gdeflate_api, Gdeflate)
+SQUEEZE_NVCOMP_API(zstd_api, Zstd)
+SQUEEZE_NVCOMP_API(ans_api, ANS)
+SQUEEZE_NVCOMP_API(bitcomp_api, Bitcomp)
+SQUEEZE_NVCOMP_API(cascaded_api, Cascaded)
+#undef SQUEEZE_NVCOMP_API
 
 /// The nvCOMP codecs measured, in order (nvcomp_codec makes them).
 inline const std::vector<std::string>& nvcomp_codec_names() {
