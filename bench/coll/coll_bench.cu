@@ -100,10 +100,14 @@ options parse(int argc, char** argv) {
       if (end == v.c_str() || *end != '\0') usage(std::string{a} + ": '" + v + "' is no number");
       return static_cast<std::size_t>(x);
     };
-    if (a == "--min-bytes") o.min_bytes = number();
-    else if (a == "--max-bytes") o.max_bytes = number();
-    else if (a == "--iters") o.iters = static_cast<int>(number());
-    else if (a == "--warmup") o.warmup = static_cast<int>(number());
+    if (a == "--min-bytes")
+      o.min_bytes = number();
+    else if (a == "--max-bytes")
+      o.max_bytes = number();
+    else if (a == "--iters")
+      o.iters = static_cast<int>(number());
+    else if (a == "--warmup")
+      o.warmup = static_cast<int>(number());
     else if (a == "--type") {
       const std::string t = value();
       if (t != "float" && t != "double") usage("--type float|double");
@@ -117,12 +121,17 @@ options parse(int argc, char** argv) {
       const std::string d = value();
       if (d != "dense" && d != "sparse") usage("--data dense|sparse");
       o.sparse = d == "sparse";
-    } else if (a == "--label") o.label = value();
-    else if (a == "--json") o.json = value();
-    else if (a == "--codec-study") o.codec_study = true;
-    else usage("unknown option " + std::string{a});
+    } else if (a == "--label")
+      o.label = value();
+    else if (a == "--json")
+      o.json = value();
+    else if (a == "--codec-study")
+      o.codec_study = true;
+    else
+      usage("unknown option " + std::string{a});
   }
-  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes || o.iters < 1) usage("bad size range or iters");
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes || o.iters < 1)
+    usage("bad size range or iters");
   return o;
 }
 
@@ -133,7 +142,7 @@ struct record {
   double algbw = 0, busbw = 0;
   double max_err = 0, max_ref = 0;
   bool ranks_identical = true;
-  std::string chosen;  // the selector's pick
+  std::string chosen;           // the selector's pick
   double native_paired_us = 0;  // a selector's: ncclAllReduce timed in alternation with it
 };
 
@@ -172,9 +181,11 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
   using A = coll::algorithm;
   const double l16 = 16.5, l8 = 8.5;
   std::vector<variant> v;
-  v.push_back({"native", 0, [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
+  v.push_back({"native", 0,
+               [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                  t.native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
-               }, nullptr});
+               },
+               nullptr});
   if (ring_t != nullptr) {
     v.push_back({"native ring", 0,
                  [ring_t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
@@ -205,13 +216,13 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                  (*sel)(cast(s), out(r), n, sum, st);
                },
                [sel] { return std::string{coll::name(sel->last_choice())}; }});
-  v.push_back({"selector(ibp)", 0,
-               [sel_ibp, sample, cast, out, sum](const void* s, void* r, std::size_t n,
-                                                 cudaStream_t st) {
-                 if (!sel_ibp->calibrated()) sel_ibp->template calibrate<T>(st, sample);
-                 (*sel_ibp)(cast(s), out(r), n, sum, st);
-               },
-               [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }});
+  v.push_back(
+      {"selector(ibp)", 0,
+       [sel_ibp, sample, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
+         if (!sel_ibp->calibrated()) sel_ibp->template calibrate<T>(st, sample);
+         (*sel_ibp)(cast(s), out(r), n, sum, st);
+       },
+       [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }});
   return v;
 }
 
@@ -230,8 +241,8 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
   core::event start, stop;
   if (rank == 0) {
     std::printf("\n# %s, %d ranks, %s (%s), link setting: %s\n# %-10s", transport_name, ranks,
-                sizeof(T) == 4 ? "float" : "double",
-                o.sparse ? "90 % of rows of 64 zero" : "dense", o.label.c_str(), "size");
+                sizeof(T) == 4 ? "float" : "double", o.sparse ? "90 % of rows of 64 zero" : "dense",
+                o.label.c_str(), "size");
     for (const auto& v : list) std::printf(" %18s", v.name.c_str());
     std::printf("   (median us of the slowest rank; speedup over native below)\n");
   }
@@ -263,12 +274,15 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
           v.bits_per_value == 0
               ? 1e-5 * worst[1] * ranks  // another summation order
               : (ranks + 2) * std::ldexp(1.0, 2 - static_cast<int>(v.bits_per_value)) * worst[1];
-      if (!(r.max_err <= allowed) || (!r.ranks_identical && v.name.find("p2p") == std::string::npos &&
-                                      v.name.find("native") == std::string::npos)) {
+      if (!(r.max_err <= allowed) ||
+          (!r.ranks_identical && v.name.find("p2p") == std::string::npos &&
+           v.name.find("native") == std::string::npos)) {
         if (rank == 0) {
-          std::fprintf(stderr, "VERIFICATION FAILED: %s %s at %zu bytes: max error %.3g (allowed %.3g), "
-                       "ranks identical: %d\n", transport_name, v.name.c_str(), bytes, r.max_err,
-                       allowed, r.ranks_identical ? 1 : 0);
+          std::fprintf(stderr,
+                       "VERIFICATION FAILED: %s %s at %zu bytes: max error %.3g (allowed %.3g), "
+                       "ranks identical: %d\n",
+                       transport_name, v.name.c_str(), bytes, r.max_err, allowed,
+                       r.ranks_identical ? 1 : 0);
         }
         MPI_Abort(MPI_COMM_WORLD, 3);
       }
@@ -324,7 +338,8 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
       std::printf("\n  %-10s", "speedup");
       for (double x : us) std::printf(" %17.2fx", us[0] / x);
       std::printf("\n  %-10s", "busbw GB/s");
-      for (double x : us) std::printf(" %18.2f", static_cast<double>(bytes) / (x * 1e3) * 2.0 * (ranks - 1) / ranks);
+      for (double x : us)
+        std::printf(" %18.2f", static_cast<double>(bytes) / (x * 1e3) * 2.0 * (ranks - 1) / ranks);
       std::printf("   selector: %s", records.back().chosen.c_str());
       for (std::size_t k = 0; k < list.size(); ++k) {
         const record& r = records[records.size() - list.size() + k];
@@ -347,29 +362,36 @@ void write_json(const options& o, const std::vector<record>& records,
     return;
   }
   const auto info = core::query_device();
-  std::fprintf(f, "{\n  \"context\": {\"device\": \"%s\", \"ranks\": %d, \"label\": \"%s\", "
+  std::fprintf(f,
+               "{\n  \"context\": {\"device\": \"%s\", \"ranks\": %d, \"label\": \"%s\", "
                "\"type\": \"%s\", \"data\": \"%s\", \"iters\": %d, \"warmup\": %d, "
-               "\"NCCL_P2P_DISABLE\": \"%s\", \"NCCL_SHM_DISABLE\": \"%s\", \"NCCL_NVLS_ENABLE\": \"%s\"},\n",
+               "\"NCCL_P2P_DISABLE\": \"%s\", \"NCCL_SHM_DISABLE\": \"%s\", \"NCCL_NVLS_ENABLE\": "
+               "\"%s\"},\n",
                core::describe(info).c_str(), ranks, o.label.c_str(), o.dbl ? "double" : "float",
-               o.sparse ? "sparse" : "dense",
-               o.iters, o.warmup, std::getenv("NCCL_P2P_DISABLE") ? std::getenv("NCCL_P2P_DISABLE") : "",
+               o.sparse ? "sparse" : "dense", o.iters, o.warmup,
+               std::getenv("NCCL_P2P_DISABLE") ? std::getenv("NCCL_P2P_DISABLE") : "",
                std::getenv("NCCL_SHM_DISABLE") ? std::getenv("NCCL_SHM_DISABLE") : "",
                std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "");
   std::fprintf(f, "  \"codecs\": [");
   for (std::size_t i = 0; i < codecs.size(); ++i) {
     const auto& c = codecs[i];
-    std::fprintf(f, "%s\n    {\"codec\": \"%s\", \"type\": \"%s\", \"ratio\": %.4f, \"encode_GBps\": %.1f, "
-                 "\"decode_GBps\": %.1f, \"decode_reduce_GBps\": %.1f}", i ? "," : "", c.codec.c_str(),
-                 c.type.c_str(), c.ratio, c.encode_gbs, c.decode_gbs, c.decode_reduce_gbs);
+    std::fprintf(
+        f,
+        "%s\n    {\"codec\": \"%s\", \"type\": \"%s\", \"ratio\": %.4f, \"encode_GBps\": %.1f, "
+        "\"decode_GBps\": %.1f, \"decode_reduce_GBps\": %.1f}",
+        i ? "," : "", c.codec.c_str(), c.type.c_str(), c.ratio, c.encode_gbs, c.decode_gbs,
+        c.decode_reduce_gbs);
   }
   std::fprintf(f, "],\n  \"allreduce\": [");
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
-    std::fprintf(f, "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"bytes\": %zu, \"median_us\": %.2f, "
-                 "\"min_us\": %.2f, \"max_us\": %.2f, \"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, "
-                 "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s",
-                 i ? "," : "", r.transport.c_str(), r.variant.c_str(), r.bytes, r.median_us, r.min_us,
-                 r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false");
+    std::fprintf(
+        f,
+        "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"bytes\": %zu, \"median_us\": %.2f, "
+        "\"min_us\": %.2f, \"max_us\": %.2f, \"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, "
+        "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s",
+        i ? "," : "", r.transport.c_str(), r.variant.c_str(), r.bytes, r.median_us, r.min_us,
+        r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false");
     if (!r.chosen.empty()) {
       std::fprintf(f, ", \"chosen\": \"%s\", \"native_paired_us\": %.2f", r.chosen.c_str(),
                    r.native_paired_us);
@@ -414,7 +436,8 @@ int main(int argc, char** argv) {
       });
       std::printf("# codec study on %s (256 MiB of values; GB/s of raw values)\n",
                   core::describe(core::query_device()).c_str());
-      std::printf("# device copy: %.0f GB/s read + written\n", 2.0 * n * 4 / (copy.median_ms * 1e6));
+      std::printf("# device copy: %.0f GB/s read + written\n",
+                  2.0 * n * 4 / (copy.median_ms * 1e6));
       for (const auto& c : codecs) {
         std::printf("  %-10s %-6s ratio %.3f  encode %7.1f  decode %7.1f  decode+reduce %7.1f\n",
                     c.codec.c_str(), c.type.c_str(), c.ratio, c.encode_gbs, c.decode_gbs,
@@ -423,7 +446,10 @@ int main(int argc, char** argv) {
     }
     std::vector<record> records;
     if (o.nccl && shared) {
-      if (rank == 0) std::printf("# NCCL skipped: %d ranks share %d GPU(s) on a node (NCCL allows one rank per GPU)\n", local_size, devices);
+      if (rank == 0)
+        std::printf(
+            "# NCCL skipped: %d ranks share %d GPU(s) on a node (NCCL allows one rank per GPU)\n",
+            local_size, devices);
     } else if (o.nccl) {
       const coll::nccl_communicator comm{MPI_COMM_WORLD};
       coll::nccl_transport t{comm.get()};
@@ -432,22 +458,30 @@ int main(int argc, char** argv) {
       const std::string saved = before != nullptr ? before : "";
       setenv("NCCL_ALGO", "Ring", 1);
       const coll::nccl_communicator ring_comm{MPI_COMM_WORLD};
-      if (before != nullptr) setenv("NCCL_ALGO", saved.c_str(), 1);
-      else unsetenv("NCCL_ALGO");
+      if (before != nullptr)
+        setenv("NCCL_ALGO", saved.c_str(), 1);
+      else
+        unsetenv("NCCL_ALGO");
       coll::nccl_transport ring_t{ring_comm.get()};
-      if (o.dbl) run_table<double>("nccl", t, &ring_t, o, s, records);
-      else run_table<float>("nccl", t, &ring_t, o, s, records);
+      if (o.dbl)
+        run_table<double>("nccl", t, &ring_t, o, s, records);
+      else
+        run_table<float>("nccl", t, &ring_t, o, s, records);
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};
       const char* name = t.staged() ? "mpi-staged" : "mpi";
       if (rank == 0) {
-        std::printf("# MPI transport: %s\n", t.staged() ? "device buffers staged through pinned "
-                    "host memory (the library does not say it is CUDA-aware)" : "device buffers "
-                    "handed to a CUDA-aware MPI");
+        std::printf("# MPI transport: %s\n",
+                    t.staged() ? "device buffers staged through pinned "
+                                 "host memory (the library does not say it is CUDA-aware)"
+                               : "device buffers "
+                                 "handed to a CUDA-aware MPI");
       }
-      if (o.dbl) run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
-      else run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
+      if (o.dbl)
+        run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
+      else
+        run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
     }
     if (rank == 0 && !o.json.empty()) write_json(o, records, codecs);
   } catch (const std::exception& e) {

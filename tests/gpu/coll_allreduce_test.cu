@@ -52,8 +52,8 @@ struct outcome {
   std::vector<std::vector<T>> results;   // per rank, after the first call
   std::vector<std::vector<T>> repeated;  // per rank, after a second identical call
   std::vector<std::size_t> bytes_sent;
-  std::vector<int> steps;    // transport steps (begin/end pairs), gathers included
-  std::vector<int> gathers;  // in-place gathers (a gathering transport's)
+  std::vector<int> steps;             // transport steps (begin/end pairs), gathers included
+  std::vector<int> gathers;           // in-place gathers (a gathering transport's)
   std::vector<std::uint64_t> checks;  // argument checks across the ranks
 };
 
@@ -84,8 +84,8 @@ outcome<T> run_local(const std::vector<std::vector<T>>& inputs, core::reduce_op 
       auto& into = call == 0 ? out.results[ri] : out.repeated[ri];
       into.resize(count);
       if (count > 0) {
-        SQUEEZE_CUDA_TRY(cudaMemcpyAsync(into.data(), dst, count * sizeof(T),
-                                         cudaMemcpyDeviceToHost, s));
+        SQUEEZE_CUDA_TRY(
+            cudaMemcpyAsync(into.data(), dst, count * sizeof(T), cudaMemcpyDeviceToHost, s));
       }
       s.synchronize();
     }
@@ -149,8 +149,8 @@ void check_frsz2(const case_params& p, core::reduce_op op, bool collective) {
                (collective ? " collective" : " naive") + " " + core::to_string(op));
   const auto in = make_inputs<T>(p.ranks, p.count, data_kind::normal, 21 + p.count + Bits);
   const auto want = host_reduce(in, op);
-  const auto got = run_local<codec>(in, op, {.algorithm = p.algorithm, .collective = collective},
-                                    false);
+  const auto got =
+      run_local<codec>(in, op, {.algorithm = p.algorithm, .collective = collective}, false);
   // Each value passes the codec at most (N + 2) times, each time with an error of at most
   // 2^(2-l) of its block's largest magnitude, itself at most N max|x|.
   const double bound = (p.ranks + 2) * std::ldexp(1.0, 2 - Bits) * p.ranks * max_abs(in);
@@ -160,7 +160,8 @@ void check_frsz2(const case_params& p, core::reduce_op op, bool collective) {
     ASSERT_EQ(mine.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) {
       ASSERT_FALSE(std::isnan(static_cast<double>(mine[i]))) << "rank " << r << " value " << i;
-      worst = std::max(worst, std::abs(static_cast<double>(mine[i]) - static_cast<double>(want[i])));
+      worst =
+          std::max(worst, std::abs(static_cast<double>(mine[i]) - static_cast<double>(want[i])));
     }
     if (collective) {
       EXPECT_TRUE(same_bits(mine, got.results[0])) << "rank " << r << " differs from rank 0";
@@ -171,9 +172,10 @@ void check_frsz2(const case_params& p, core::reduce_op op, bool collective) {
   EXPECT_LE(worst, bound);
   if (p.ranks > 1 && p.count >= 1000) {
     // bytes on the wire against the raw codec's: about Bits / (8 sizeof(T))
-    const double raw = p.algorithm == coll::algorithm::ring
-                           ? 2.0 * (p.ranks - 1) * static_cast<double>(p.count) / p.ranks * sizeof(T)
-                           : 0.0;
+    const double raw =
+        p.algorithm == coll::algorithm::ring
+            ? 2.0 * (p.ranks - 1) * static_cast<double>(p.count) / p.ranks * sizeof(T)
+            : 0.0;
     if (raw > 0 && collective) {
       const double ratio = static_cast<double>(got.bytes_sent[1]) / raw;
       EXPECT_NEAR(ratio, (Bits + 0.5) / (8.0 * sizeof(T)), 0.05);
@@ -207,8 +209,8 @@ TEST_P(CollLocal, SlicedPipeline) {
     const auto normal = make_inputs<double>(p.ranks, p.count, data_kind::normal, 43 + p.count);
     const auto z16 = run_local<frsz2::wire_codec<16>>(
         normal, core::reduce_op::sum, {.algorithm = p.algorithm, .slice_bytes = slice}, false);
-    const auto unsliced = run_local<frsz2::wire_codec<16>>(
-        normal, core::reduce_op::sum, {.algorithm = p.algorithm}, false);
+    const auto unsliced = run_local<frsz2::wire_codec<16>>(normal, core::reduce_op::sum,
+                                                           {.algorithm = p.algorithm}, false);
     for (int r = 0; r < p.ranks; ++r) {
       const auto ri = static_cast<std::size_t>(r);
       EXPECT_TRUE(same_bits(raw.results[ri], want)) << "rank " << r;
@@ -231,7 +233,8 @@ TEST_P(CollLocal, GatheringTransport) {
   for (std::size_t slice : {std::size_t{4096}, std::size_t{16} << 20}) {
     SCOPED_TRACE("slice_bytes " + std::to_string(slice));
     // every slice through the gather (the default gathers slices of 4 MiB or more)
-    const coll::allreduce_options o{.algorithm = p.algorithm, .slice_bytes = slice, .gather_bytes = 0};
+    const coll::allreduce_options o{
+        .algorithm = p.algorithm, .slice_bytes = slice, .gather_bytes = 0};
     const auto in = make_inputs<float>(p.ranks, p.count, data_kind::normal, 61 + p.count);
     const auto want = run_local<frsz2::wire_codec<16>>(in, core::reduce_op::sum, o, false);
     const auto got = run_local<frsz2::wire_codec<16>, float, test::local_gathering_transport>(
@@ -314,9 +317,8 @@ TEST_P(CollLocal, VariableSizeCodec) {
     for (auto& v : in)
       for (auto& x : v) x = std::round(x * 8.0f);  // integer-valued: the sum is exact
     const auto want = host_reduce(in, core::reduce_op::sum);
-    const auto got = run_local<trim_codec>(in, core::reduce_op::sum,
-                                           {.algorithm = p.algorithm, .collective = collective},
-                                           true);
+    const auto got = run_local<trim_codec>(
+        in, core::reduce_op::sum, {.algorithm = p.algorithm, .collective = collective}, true);
     for (int r = 0; r < p.ranks; ++r) {
       EXPECT_TRUE(same_bits(got.results[static_cast<std::size_t>(r)], want)) << "rank " << r;
     }
@@ -325,23 +327,20 @@ TEST_P(CollLocal, VariableSizeCodec) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CollLocal,
-    testing::Values(case_params{1, 1000, coll::algorithm::ring},
-                    case_params{2, 0, coll::algorithm::ring},
-                    case_params{2, 1, coll::algorithm::ring},
-                    case_params{2, 4099, coll::algorithm::ring},
-                    case_params{3, 33, coll::algorithm::ring},
-                    case_params{3, 100003, coll::algorithm::ring},
-                    case_params{4, 65536, coll::algorithm::ring},
-                    case_params{5, 1000, coll::algorithm::ring},
-                    case_params{8, 70001, coll::algorithm::ring},
-                    case_params{1, 1000, coll::algorithm::recursive_doubling},
-                    case_params{2, 4099, coll::algorithm::recursive_doubling},
-                    case_params{3, 100003, coll::algorithm::recursive_doubling},
-                    case_params{4, 1, coll::algorithm::recursive_doubling},
-                    case_params{5, 1000, coll::algorithm::recursive_doubling},
-                    case_params{6, 33, coll::algorithm::recursive_doubling},
-                    case_params{7, 70001, coll::algorithm::recursive_doubling},
-                    case_params{8, 65536, coll::algorithm::recursive_doubling}),
+    testing::Values(
+        case_params{1, 1000, coll::algorithm::ring}, case_params{2, 0, coll::algorithm::ring},
+        case_params{2, 1, coll::algorithm::ring}, case_params{2, 4099, coll::algorithm::ring},
+        case_params{3, 33, coll::algorithm::ring}, case_params{3, 100003, coll::algorithm::ring},
+        case_params{4, 65536, coll::algorithm::ring}, case_params{5, 1000, coll::algorithm::ring},
+        case_params{8, 70001, coll::algorithm::ring},
+        case_params{1, 1000, coll::algorithm::recursive_doubling},
+        case_params{2, 4099, coll::algorithm::recursive_doubling},
+        case_params{3, 100003, coll::algorithm::recursive_doubling},
+        case_params{4, 1, coll::algorithm::recursive_doubling},
+        case_params{5, 1000, coll::algorithm::recursive_doubling},
+        case_params{6, 33, coll::algorithm::recursive_doubling},
+        case_params{7, 70001, coll::algorithm::recursive_doubling},
+        case_params{8, 65536, coll::algorithm::recursive_doubling}),
     case_name);
 
 // A rank that passes another count, algorithm, op, slicing or gather threshold makes every
@@ -376,7 +375,8 @@ TEST(CollLocalErrors, MismatchedCallsAreRefusedEverywhere) {
       }
       EXPECT_EQ(t.steps_taken(), 0) << "rank " << r << " moved data";
     });
-    for (int r = 0; r < ranks; ++r) EXPECT_EQ(refused[static_cast<std::size_t>(r)], 1) << "rank " << r;
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(refused[static_cast<std::size_t>(r)], 1) << "rank " << r;
   }
 }
 
@@ -388,8 +388,8 @@ TEST(CollLocalErrors, EachSignatureIsCheckedOnce) {
   const std::size_t count = 1000;
   const auto in = make_inputs<float>(ranks, 2 * count, data_kind::integers, 71);
   const auto want_sum = host_reduce(in, core::reduce_op::sum);
-  for (auto v : {coll::verification::off, coll::verification::first_call,
-                 coll::verification::every_call}) {
+  for (auto v :
+       {coll::verification::off, coll::verification::first_call, coll::verification::every_call}) {
     SCOPED_TRACE(coll::name(v));
     test::local_hub hub{ranks};
     std::vector<std::uint64_t> checks(ranks);
@@ -565,10 +565,12 @@ void check_wire_codec(std::size_t n) {
   // the payload and exponents match the host encoder bit for bit
   const auto ref = frsz2::encode<F>(std::span<const T>{x}, frsz2::rounding::nearest);
   std::vector<std::byte> got(bytes);
-  if (bytes > 0) SQUEEZE_CUDA_TRY(cudaMemcpy(got.data(), wire.data(), bytes, cudaMemcpyDeviceToHost));
+  if (bytes > 0)
+    SQUEEZE_CUDA_TRY(cudaMemcpy(got.data(), wire.data(), bytes, cudaMemcpyDeviceToHost));
   ASSERT_EQ(std::memcmp(got.data(), ref.payload.data(), ref.payload.size() * 4), 0);
   ASSERT_EQ(std::memcmp(got.data() + ref.payload.size() * 4, ref.exponents.data(),
-                        ref.exponents.size() * 2), 0);
+                        ref.exponents.size() * 2),
+            0);
   const auto decoded = frsz2::decode<F>(ref);
   // decode
   dy.fill_bytes(0xA5, nullptr);
@@ -590,7 +592,8 @@ void check_wire_codec(std::size_t n) {
   // a message of the wrong size is refused
   EXPECT_THROW(c.decode(wire.data(), bytes + 16, n, dy.data(), nullptr), squeeze::format_error);
   if (n > 0) {
-    EXPECT_THROW(c.decode(wire.data() + 8, bytes, n, dy.data(), nullptr), squeeze::invalid_argument);
+    EXPECT_THROW(c.decode(wire.data() + 8, bytes, n, dy.data(), nullptr),
+                 squeeze::invalid_argument);
   }
 }
 

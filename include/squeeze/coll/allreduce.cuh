@@ -95,7 +95,9 @@ struct allreduce_options {
 /// A codec whose decoder reports malformed messages (ibp::wire_codec): check(stream)
 /// synchronizes and throws format_error. The allreducer calls it at the end of each call.
 template <class C>
-concept checked_codec = requires(C& c, cudaStream_t s) { c.check(s); };
+concept checked_codec = requires(C& c, cudaStream_t s) {
+  c.check(s);
+};
 
 /// The most slices a chunk is cut into (each slice is one group of sends and receives).
 inline constexpr int max_slices = 8;
@@ -110,7 +112,8 @@ void reduce_kernel(T* dst, const T* src, std::size_t n, core::reduce_op op) {
   const std::size_t tid = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x;
   constexpr int per = 16 / sizeof(T);
   using vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
+  const bool aligned =
+      (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
   std::size_t done = 0;
   if (aligned) {
     const std::size_t vectors = n / per;
@@ -146,7 +149,9 @@ inline std::uint64_t name_hash(const char* s) noexcept {
   return h;
 }
 
-constexpr std::size_t align16(std::size_t bytes) noexcept { return (bytes + 15) / 16 * 16; }
+constexpr std::size_t align16(std::size_t bytes) noexcept {
+  return (bytes + 15) / 16 * 16;
+}
 
 }  // namespace detail
 
@@ -170,12 +175,13 @@ class allreducer {
     bytes_sent_ = 0;
     verify<T>(count, op, options, stream);
     if (send != recv && count > 0) {
-      SQUEEZE_CUDA_TRY(cudaMemcpyAsync(recv, send, count * sizeof(T), cudaMemcpyDeviceToDevice,
-                                       stream));
+      SQUEEZE_CUDA_TRY(
+          cudaMemcpyAsync(recv, send, count * sizeof(T), cudaMemcpyDeviceToDevice, stream));
     }
     if (n == 1 || count == 0) return;
-    call_state<T> c{recv, count, op, stream, options,
-                    chunk_layout{count, chunks(options.algorithm, n), Codec::granule}};
+    call_state<T> c{recv,    count,
+                    op,      stream,
+                    options, chunk_layout{count, chunks(options.algorithm, n), Codec::granule}};
     prepare(c);
     if (pipelined(c)) {
       run_pipelined(c);
@@ -249,8 +255,7 @@ class allreducer {
     if (pipelined(c)) {
       const std::size_t bytes = c.layout.per_chunk * sizeof(T);
       const std::size_t want = std::max<std::size_t>(c.options.slice_bytes, 1);
-      slices_ = static_cast<int>(
-          std::clamp<std::size_t>((bytes + want - 1) / want, 1, max_slices));
+      slices_ = static_cast<int>(std::clamp<std::size_t>((bytes + want - 1) / want, 1, max_slices));
       slice_values_ = chunk_layout{c.layout.per_chunk, slices_, Codec::granule}.per_chunk;
     }
     std::size_t per_slot = 0;
@@ -460,8 +465,8 @@ class allreducer {
       codec_.encode(slice_values(c, k, s), values, out, static_cast<std::uint64_t*>(nullptr),
                     c.stream);
       if (p.round_trip && !Codec::lossless) {
-        codec_.decode(out, Codec::template max_wire_bytes<T>(values), values,
-                      slice_values(c, k, s), c.stream);
+        codec_.decode(out, Codec::template max_wire_bytes<T>(values), values, slice_values(c, k, s),
+                      c.stream);
       }
     } else {
       static_cast<void>(c), static_cast<void>(p), static_cast<void>(s);
@@ -637,10 +642,9 @@ class allreducer {
       const std::size_t bound = Codec::template max_wire_bytes<T>(c.layout.size(p.recv_chunk));
       if (told > bound) {
         throw format_error{"coll::allreducer: rank " + std::to_string(p.recv_peer) +
-                           " announced a message of " + std::to_string(told) +
-                           " bytes for " + std::to_string(c.layout.size(p.recv_chunk)) +
-                           " values; codec " + Codec::name() + " never exceeds " +
-                           std::to_string(bound)};
+                           " announced a message of " + std::to_string(told) + " bytes for " +
+                           std::to_string(c.layout.size(p.recv_chunk)) + " values; codec " +
+                           Codec::name() + " never exceeds " + std::to_string(bound)};
       }
       return static_cast<std::size_t>(told);
     }
@@ -655,21 +659,20 @@ class allreducer {
   template <class T>
   void verify(std::size_t count, reduce_op op, const allreduce_options& o, cudaStream_t stream) {
     const std::uint64_t desc = sizeof(T) | std::uint64_t(op) << 8 |
-                               std::uint64_t(o.algorithm) << 16 |
-                               std::uint64_t(o.collective) << 24;
+                               std::uint64_t(o.algorithm) << 16 | std::uint64_t(o.collective) << 24;
     const std::array<std::uint64_t, 5> mine{count, desc, detail::name_hash(Codec::name()),
                                             o.slice_bytes, o.gather_bytes};
     std::uint64_t largest = 0;
     const bool same = agreed_.agree(*transport_, mine, o.verify, stream, &largest);
     if (!same) {
-      throw invalid_argument{
-          "coll::allreducer: the ranks disagree on the call: rank " +
-          std::to_string(transport_->rank()) + " passed count " + std::to_string(count) + ", " +
-          std::to_string(sizeof(T)) + "-byte values, op " + core::to_string(op) + ", " +
-          name(o.algorithm) + (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
-          ", slice_bytes " + std::to_string(o.slice_bytes) + ", gather_bytes " +
-          std::to_string(o.gather_bytes) + " (the largest count passed: " + std::to_string(largest) +
-          "); every rank must pass the same"};
+      throw invalid_argument{"coll::allreducer: the ranks disagree on the call: rank " +
+                             std::to_string(transport_->rank()) + " passed count " +
+                             std::to_string(count) + ", " + std::to_string(sizeof(T)) +
+                             "-byte values, op " + core::to_string(op) + ", " + name(o.algorithm) +
+                             (o.collective ? "" : " (naive)") + ", codec " + Codec::name() +
+                             ", slice_bytes " + std::to_string(o.slice_bytes) + ", gather_bytes " +
+                             std::to_string(o.gather_bytes) + " (the largest count passed: " +
+                             std::to_string(largest) + "); every rank must pass the same"};
     }
   }
 
