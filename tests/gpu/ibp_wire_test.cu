@@ -1,12 +1,12 @@
-// ibp::wire_codec on the GPU: for floats and doubles of every length class and four kinds of
-// data, the message is bit for bit the host reference's (ibp::wire_encode), its size is read
-// back from device (and mapped) memory and stays within max_wire_bytes and the raw values
-// plus a header, low-entropy data shrinks, decode is bit-identical to the input and
-// decode_reduce equals the host's core::apply for sum, min and max (outputs poisoned first);
-// truncated, inconsistent and corrupted messages make check() throw format_error exactly
-// when the host reference decoder finds a fault, and otherwise decode as it does. Every
-// message, input and output lies in its own exact-size allocation, so compute-sanitizer sees
-// any access outside it.
+// ibp::wire_codec on the GPU: for floats and doubles of every length class and five kinds of
+// data (and from a source that is not 16-byte aligned), the message is bit for bit the host
+// reference's (ibp::wire_encode), its size is read back from device (and mapped) memory and
+// stays within max_wire_bytes and the raw values plus a header, low-entropy data shrinks,
+// decode is bit-identical to the input and decode_reduce equals the host's core::apply for
+// sum, min and max (outputs poisoned first); truncated, inconsistent and corrupted messages
+// make check() throw format_error exactly when the host reference decoder finds a fault, and
+// otherwise decode as it does. Every message, input and output lies in its own exact-size
+// allocation, so compute-sanitizer sees any access outside it.
 #include <squeeze/coll/codec.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
@@ -236,6 +236,46 @@ TEST(IbpWireTest, SizeInMappedMemoryAndCodecReuse) {
       ASSERT_EQ(dm, ibp::wire_encode(ddata, 8));
     }
   }
+}
+
+/// Values one value past a 16-byte boundary (the encoder's per-row vector path then falls
+/// back to staged rows): the message is still the host reference's.
+template <class T>
+void encodes_unaligned_source() {
+  core::stream s;
+  ibp::wire_codec codec;
+  for (const wire_data k : {wire_data::gradient, wire_data::sparse_rows, wire_data::random_bits}) {
+    for (const std::size_t n : {std::size_t{1000}, std::size_t{65536 + 5}}) {
+      SCOPED_TRACE(std::string{squeeze::test::name(k)} + ", n = " + std::to_string(n));
+      const auto data = squeeze::test::wire_values<T>(k, n, n + 5);
+      std::vector<std::byte> shifted(sizeof(T), std::byte{0x5A});
+      shifted.insert(shifted.end(), data.begin(), data.end());
+      const core::device_buffer<std::byte> src = exact_copy(shifted, s);
+      const T* values = reinterpret_cast<const T*>(src.data()) + 1;
+      ASSERT_NE(reinterpret_cast<std::uintptr_t>(values) % 16, 0u);
+      core::device_buffer<std::byte> wire{ibp::wire_codec::max_wire_bytes<T>(n)};
+      wire.fill_bytes(static_cast<int>(squeeze::test::poison), s);
+      core::device_buffer<std::uint64_t> size{1};
+      codec.encode(values, n, wire.data(), size.data(), s);
+      std::uint64_t bytes = 0;
+      SQUEEZE_CUDA_TRY(
+          cudaMemcpyAsync(&bytes, size.data(), sizeof bytes, cudaMemcpyDeviceToHost, s));
+      SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+      const auto want = ibp::wire_encode(data, sizeof(T));
+      ASSERT_EQ(bytes, want.size());
+      const auto m = download(wire.data(), want.size(), s);
+      ASSERT_EQ(squeeze::test::first_mismatch(m.data(), want.data(), m.size()), -1);
+    }
+  }
+}
+
+TEST(IbpWireTest, UnalignedSourceFloats) {
+  SQUEEZE_REQUIRE_GPU();
+  encodes_unaligned_source<float>();
+}
+TEST(IbpWireTest, UnalignedSourceDoubles) {
+  SQUEEZE_REQUIRE_GPU();
+  encodes_unaligned_source<double>();
 }
 
 TEST(IbpWireTest, TruncatedMessagesAreReported) {

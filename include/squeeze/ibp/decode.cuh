@@ -125,6 +125,25 @@ SQUEEZE_DEVICE W deposit_runs(W bits, W free_mask) {
   return out;
 }
 
+/// pext by runs: the bits of `x` at the set positions of `mask`, packed into the low bits in
+/// order, one contiguous run of set bits at a time (deposit_runs' inverse).
+template <class W>
+SQUEEZE_DEVICE W extract_runs(W x, W mask) {
+  constexpr int width = core::word_bits<W>;
+  W out = 0;
+  int at = 0;
+  while (mask != 0) {
+    const int start = core::countr_zero(mask);
+    const W shifted = mask >> start;
+    const int run = shifted == ~W{0} ? width - start : core::countr_zero(static_cast<W>(~shifted));
+    const W field = (x >> start) & core::low_mask<W>(static_cast<unsigned>(run));
+    out |= field << at;  // at < width: bits of mask remain
+    at += run;
+    mask &= ~(core::low_mask<W>(static_cast<unsigned>(run)) << start);
+  }
+  return out;
+}
+
 /// The word a chunk's bits are handled in: 32 bits for chunks of up to 4 bytes (half the
 /// shifts, masks and bit counts of 64-bit words), 64 for 8-byte chunks.
 template <unsigned C>

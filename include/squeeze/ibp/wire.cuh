@@ -13,10 +13,12 @@
 // bit for bit as ibp::wire_encode writes it, with no host round trip. Encoding is six
 // kernels on the stream, three of which read the values:
 //
-//   count     per-bit-position counts over the rows          ibp's count kernel; reads n·V
+//   count     per-bit-position counts over the rows          bit-sliced counters, summed
+//                                                             per block; reads n·V
 //   books     Mask and Bitval for the eight thresholds        one block per threshold
-//   measure   each row's stored size under each codebook,     reads n·V once (each row is
-//             and the totals                                  staged in shared memory)
+//   measure   each row's stored size under each codebook,     reads n·V once (a 16-byte
+//             and the totals                                  load per lane; the codebooks
+//                                                             in shared memory)
 //   tiles     the winner: its codebook, sizes, raw bits into the message; tile sums;
 //             compressed or raw
 //   scan      tile sums -> bases                              CUB
@@ -163,20 +165,83 @@ void wire_books_kernel(wire_layout lay, wire_workspace_ref ws) {
   ws.bitvals[std::size_t{blockIdx.x} * wire_max_row_bytes + b] = std::byte{cb.bitval};
 }
 
-/// Each row's stored bytes under every candidate (a warp per row, staged in shared memory
-/// once), and each candidate's total (lane k keeps candidate k's).
+/// Lane L ends with the warp's sum of v[candidate_of(L)] where candidate_of(L) = 4 bit4(L) +
+/// 2 bit3(L) + bit2(L): a transposing reduction, 9 shuffles for the 8 sums (40 one by one).
+SQUEEZE_DEVICE std::uint32_t warp_sum_by_candidate(std::uint32_t (&v)[wire_candidates]) {
+  static_assert(wire_candidates == 8);
+  const unsigned lane = core::arch::lane_id();
+#pragma unroll
+  for (unsigned half = 4, d = 16; half >= 1; half /= 2, d /= 2) {
+    const bool upper = (lane & d) != 0;
+#pragma unroll
+    for (unsigned i = 0; i < half; ++i) {
+      const std::uint32_t keep = upper ? v[i + half] : v[i];
+      const std::uint32_t send = upper ? v[i] : v[i + half];
+      v[i] = keep + __shfl_xor_sync(full_warp_mask, send, d);
+    }
+  }
+  std::uint32_t sum = v[0];
+  sum += __shfl_xor_sync(full_warp_mask, sum, 2);
+  sum += __shfl_xor_sync(full_warp_mask, sum, 1);
+  return sum;
+}
+SQUEEZE_HOST_DEVICE constexpr int wire_candidate_of(unsigned lane) noexcept {
+  return static_cast<int>(((lane >> 4) & 1u) * 4 + ((lane >> 3) & 1u) * 2 + ((lane >> 2) & 1u));
+}
+SQUEEZE_HOST_DEVICE constexpr unsigned wire_lane_of(int k) noexcept {
+  return 16u * ((static_cast<unsigned>(k) >> 2) & 1u) +
+         8u * ((static_cast<unsigned>(k) >> 1) & 1u) + 4u * (static_cast<unsigned>(k) & 1u);
+}
+
+/// Each row's stored bytes under every candidate, and each candidate's total (kept by lane
+/// wire_lane_of(k) of each warp). A warp per row. Whole rows of wire_max_row_bytes at a
+/// 16-byte aligned address (all but a short last row, usually): lane t loads bytes
+/// [16t, 16t + 16) once and measures them under the eight codebooks, which the block keeps
+/// in shared memory; the warp sums the eight counts in one transposing reduction. Other
+/// rows are staged in shared memory and measured codebook by codebook.
 template <class T>
 SQUEEZE_KERNEL(wire_block_threads)
 void wire_measure_kernel(const std::byte* src, wire_layout lay, wire_workspace_ref ws) {
   constexpr unsigned C = sizeof(T);
   constexpr std::size_t stage_bytes = xfer::window_bytes(wire_max_row_bytes) + 16;
+  constexpr std::size_t book_vectors = std::size_t{wire_candidates} * wire_max_row_bytes / 16;
   __shared__ alignas(16) std::byte stage[wire_warps][stage_bytes];
+  __shared__ uint4 masks[book_vectors];
+  __shared__ uint4 bitvals[book_vectors];
   const unsigned warp = threadIdx.x / warp_threads;
   const unsigned lane = core::arch::lane_id();
+  const bool vector_rows =
+      lay.row_bytes == wire_max_row_bytes && reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
+  if (vector_rows) {  // (the codebooks' bytes past a shorter row are never written)
+    for (std::size_t i = threadIdx.x; i < book_vectors; i += blockDim.x) {
+      masks[i] = reinterpret_cast<const uint4*>(ws.masks)[i];
+      bitvals[i] = reinterpret_cast<const uint4*>(ws.bitvals)[i];
+    }
+  }
+  __syncthreads();
+  const std::uint64_t whole = lay.last_row_bytes == lay.row_bytes ? lay.rows : lay.rows - 1;
   const xfer::readable_range readable = xfer::readable_range::of(src, lay.data_bytes);
   const std::uint64_t warps = std::uint64_t{gridDim.x} * wire_warps;
+  const int mine = wire_candidate_of(lane);
+  const bool keeper = lane % 4 == 0;  // lane wire_lane_of(mine)
   unsigned long long acc = 0;
   for (std::uint64_t r = std::uint64_t{blockIdx.x} * wire_warps + warp; r < lay.rows; r += warps) {
+    if (vector_rows && r < whole) {
+      const uint4 x = __ldcg(reinterpret_cast<const uint4*>(src + r * lay.row_bytes) + lane);
+      std::uint32_t bits[wire_candidates];
+#pragma unroll
+      for (int k = 0; k < wire_candidates; ++k) {
+        const std::size_t at = static_cast<std::size_t>(k) * (wire_max_row_bytes / 16) + lane;
+        bits[k] = payload_bits16<C>(x, masks[at], bitvals[at]);
+      }
+      const std::uint32_t total = warp_sum_by_candidate(bits);
+      if (keeper) {
+        const std::uint32_t s = stored_bytes_for(total + wire_max_row_bytes / C, lay.row_bytes);
+        acc += s;
+        ws.sizes[static_cast<std::size_t>(mine) * ws.stride + r] = static_cast<std::uint16_t>(s);
+      }
+      continue;
+    }
     const std::uint32_t len = lay.row_length(r);
     const unsigned off =
         xfer::warp_load(stage[warp], src + r * lay.row_bytes, len, readable).offset;
@@ -186,14 +251,14 @@ void wire_measure_kernel(const std::byte* src, wire_layout lay, wire_workspace_r
       const std::size_t at = static_cast<std::size_t>(k) * wire_max_row_bytes;
       const codebook_ref cb{ws.masks + at, ws.bitvals + at, len, C};
       const std::uint32_t s = warp_stored_bytes<C, true>(row, cb);
-      if (lane == static_cast<unsigned>(k)) {
+      if (lane == wire_lane_of(k)) {
         acc += s;
         ws.sizes[static_cast<std::size_t>(k) * ws.stride + r] = static_cast<std::uint16_t>(s);
       }
     }
     __syncwarp();  // every lane is done with the row before the next one lands
   }
-  if (lane < static_cast<unsigned>(wire_candidates) && acc != 0) atomicAdd(ws.totals + lane, acc);
+  if (keeper && acc != 0) atomicAdd(ws.totals + mine, acc);
 }
 
 /// The winner into the message: its codebook (block 0), each tile's sizes and raw word (a
@@ -495,16 +560,20 @@ class wire_codec {
                                          reinterpret_cast<std::byte*>(ws.counts),
                                      s));
     const std::uint64_t whole = lay.last_row_bytes == lay.row_bytes ? lay.rows : lay.rows - 1;
-    constexpr int count_threads = wire_max_row_bytes / 4;  // a thread per 4-byte column
-    // Row slices for ~16 blocks per SM, at least 64 rows each (as ibp::count_set_bits).
+    constexpr int count_columns = wire_max_row_bytes / 4;  // a thread per 4-byte column ...
+    constexpr int count_groups = 4;                        // ... and row group
+    // Row slices for ~2 blocks (32 warps) per SM, at least 64 rows each: a slice's counts
+    // leave the block once.
     const std::uint64_t per_slice = std::max<std::uint64_t>(
-        64, core::div_ceil<std::uint64_t>(whole, static_cast<std::uint64_t>(sms) * 16));
-    detail::count_kernel<count_threads>
-        <<<dim3{1, static_cast<unsigned>(core::div_ceil(whole, per_slice))}, count_threads, 0, s>>>(
-            bytes, whole, lay.row_bytes, per_slice, ws.counts);
-    SQUEEZE_CHECK_LAUNCH();
+        64, core::div_ceil<std::uint64_t>(whole, static_cast<std::uint64_t>(sms) * 2));
+    if (whole > 0) {
+      detail::count_grouped_kernel<count_columns, count_groups>
+          <<<static_cast<unsigned>(core::div_ceil(whole, per_slice)), count_columns * count_groups,
+             0, s>>>(bytes, whole, lay.row_bytes, per_slice, ws.counts);
+      SQUEEZE_CHECK_LAUNCH();
+    }
     if (whole < lay.rows) {
-      detail::count_kernel<count_threads><<<1, count_threads, 0, s>>>(
+      detail::count_kernel<count_columns><<<1, count_columns, 0, s>>>(
           bytes + whole * lay.row_bytes, 1, lay.last_row_bytes, 1, ws.counts);
       SQUEEZE_CHECK_LAUNCH();
     }
