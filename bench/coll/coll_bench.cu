@@ -8,6 +8,7 @@
 //   mpiexec -n 2 squeeze_bench_coll [--min-bytes 524288] [--max-bytes 536870912]
 //       [--iters 20] [--warmup 5] [--type float|double] [--transport nccl|mpi|both]
 //       [--data dense|sparse] [--label default] [--json out.json] [--codec-study]
+//       [--trace BYTES]
 //
 // --data: gradient-like N(0, 10^-2) values (dense), or the same with 9 rows of 64 values in
 // 10 zero on each rank, the rows chosen per rank (sparse: an embedding table's gradients,
@@ -25,7 +26,10 @@
 // the same bits (a checksum compared across ranks). --label names the link setting in the
 // output (export NCCL_P2P_DISABLE / NCCL_SHM_DISABLE around the run; NCCL_NVLS_ENABLE=0
 // always). Ranks that share a GPU (more ranks than GPUs) skip NCCL, which allows one rank
-// per GPU. --codec-study first prints the codec's GB/s on this GPU (rank 0).
+// per GPU. --codec-study first prints the codec's GB/s on this GPU (rank 0). --trace BYTES:
+// after that size's row, one more call of each of squeeze's compressed allreducers is traced
+// (allreducer::trace_next_call: when each step's and slice's message was encoded, arrived and
+// was decoded, from the call's start), printed by rank 0 and kept in the JSON ("traces").
 #include <mpi.h>
 #include <nccl.h>
 
@@ -72,6 +76,7 @@ struct options {
   std::string json;
   bool codec_study = false;
   bool sparse = false;
+  std::size_t trace_bytes = 0;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -79,7 +84,7 @@ struct options {
                "squeeze_bench_coll: %s\nusage: mpiexec -n N squeeze_bench_coll [--min-bytes B] "
                "[--max-bytes B] [--iters I] [--warmup W] [--type float|double] "
                "[--transport nccl|mpi|both] [--data dense|sparse] [--label TEXT] [--json FILE] "
-               "[--codec-study]\n",
+               "[--codec-study] [--trace BYTES]\n",
                why.c_str());
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
@@ -127,6 +132,8 @@ options parse(int argc, char** argv) {
       o.json = value();
     else if (a == "--codec-study")
       o.codec_study = true;
+    else if (a == "--trace")
+      o.trace_bytes = number();
     else
       usage("unknown option " + std::string{a});
   }
@@ -146,6 +153,14 @@ struct record {
   double native_paired_us = 0;  // a selector's: ncclAllReduce timed in alternation with it
 };
 
+/// One traced call (--trace): rank 0's timeline of a variant at one size.
+struct traced_call {
+  std::string transport, variant;
+  std::size_t bytes = 0;
+  double total_us = 0;
+  std::vector<coll::step_trace> steps;
+};
+
 int rank = 0, ranks = 1;
 
 /// max over ranks of each value (non-negative doubles compare like their bits)
@@ -160,6 +175,9 @@ struct variant {
   double bits_per_value;  // 0: lossless
   std::function<void(const void*, void*, std::size_t, cudaStream_t)> call;
   std::function<std::string()> chosen;  // the selector reports its pick
+  /// squeeze's compressed allreducers: arm the next call's trace, and read it.
+  std::function<void()> arm_trace;
+  std::function<std::vector<coll::step_trace>()> trace;
 };
 
 /// The table's variants over transport t; `ring_t`, when given, is a transport over a
@@ -185,20 +203,25 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                  t.native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
                },
-               nullptr});
+               nullptr, nullptr, nullptr});
   if (ring_t != nullptr) {
     v.push_back({"native ring", 0,
                  [ring_t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                    ring_t->native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
                  },
-                 nullptr});
+                 nullptr, nullptr, nullptr});
   }
   auto add = [&](std::string name, double bits, auto ar, coll::allreduce_options o) {
+    const bool traced = o.collective && name.find("+") != std::string::npos;
     v.push_back({std::move(name), bits,
                  [ar, o, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
                    (*ar)(cast(s), out(r), n, sum, st, o);
                  },
-                 nullptr});
+                 nullptr, nullptr, nullptr});
+    if (traced) {
+      v.back().arm_trace = [ar] { ar->trace_next_call(); };
+      v.back().trace = [ar] { return ar->trace(); };
+    }
   };
   add("ring", 0, raw, {.algorithm = A::ring});
   add("rd", 0, raw, {.algorithm = A::recursive_doubling});
@@ -215,20 +238,49 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                  if (!sel->calibrated()) sel->template calibrate<T>(st);
                  (*sel)(cast(s), out(r), n, sum, st);
                },
-               [sel] { return std::string{coll::name(sel->last_choice())}; }});
+               [sel] { return std::string{coll::name(sel->last_choice())}; }, nullptr, nullptr});
   v.push_back(
       {"selector(ibp)", 0,
        [sel_ibp, sample, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
          if (!sel_ibp->calibrated()) sel_ibp->template calibrate<T>(st, sample);
          (*sel_ibp)(cast(s), out(r), n, sum, st);
        },
-       [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }});
+       [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }, nullptr, nullptr});
   return v;
+}
+
+/// --trace: one traced call of each traced variant at this size (after a warm call).
+template <class T>
+void trace_variants(const char* transport_name, std::vector<variant>& list, const T* input, T* work,
+                    std::size_t n, std::size_t bytes, cudaStream_t s,
+                    std::vector<traced_call>& traces) {
+  for (variant& v : list) {
+    if (!v.arm_trace) continue;
+    v.call(input, work, n, s);
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
+    MPI_Barrier(MPI_COMM_WORLD);
+    v.arm_trace();
+    core::event_timer timer{s};
+    timer.start();
+    v.call(input, work, n, s);
+    timer.stop();
+    traced_call tc{transport_name, v.name, bytes, timer.elapsed_ms() * 1e3, v.trace()};
+    if (rank == 0) {
+      std::printf("  trace %s, %zu bytes, %.1f us: step.slice encoded / arrived / decoded us:",
+                  v.name.c_str(), bytes, tc.total_us);
+      for (const auto& st : tc.steps) {
+        std::printf("  %d.%d %.0f/%.0f/%.0f", st.step, st.slice, st.encoded_us, st.arrived_us,
+                    st.consumed_us);
+      }
+      std::printf("\n");
+    }
+    traces.push_back(std::move(tc));
+  }
 }
 
 template <class T, class Transport>
 void run_table(const char* transport_name, Transport& t, Transport* ring_t, const options& o,
-               cudaStream_t s, std::vector<record>& records) {
+               cudaStream_t s, std::vector<record>& records, std::vector<traced_call>& traces) {
   const std::size_t max_count = o.max_bytes / sizeof(T);
   core::device_buffer<T> input{max_count}, ref{max_count}, work{max_count};
   const auto seed = 1000 + static_cast<std::uint64_t>(rank);
@@ -351,11 +403,14 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
       std::printf("\n");
       std::fflush(stdout);
     }
+    if (bytes == o.trace_bytes)
+      trace_variants(transport_name, list, input.data(), work.data(), n, bytes, s, traces);
   }
 }
 
 void write_json(const options& o, const std::vector<record>& records,
-                const std::vector<study::codec_rates>& codecs) {
+                const std::vector<study::codec_rates>& codecs,
+                const std::vector<traced_call>& traces) {
   std::FILE* f = std::fopen(o.json.c_str(), "w");
   if (f == nullptr) {
     std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
@@ -397,6 +452,26 @@ void write_json(const options& o, const std::vector<record>& records,
                    r.native_paired_us);
     }
     std::fprintf(f, "}");
+  }
+  std::fprintf(f, "\n  ],\n  \"traces\": [");
+  const auto number = [](float x) {
+    return std::isnan(x) ? std::string{"null"} : std::to_string(x);
+  };
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto& t = traces[i];
+    std::fprintf(f,
+                 "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"bytes\": %zu, "
+                 "\"total_us\": %.2f, \"steps\": [",
+                 i ? "," : "", t.transport.c_str(), t.variant.c_str(), t.bytes, t.total_us);
+    for (std::size_t k = 0; k < t.steps.size(); ++k) {
+      const auto& st = t.steps[k];
+      std::fprintf(f,
+                   "%s{\"step\": %d, \"slice\": %d, \"encoded_us\": %s, \"arrived_us\": %s, "
+                   "\"decoded_us\": %s}",
+                   k ? ", " : "", st.step, st.slice, number(st.encoded_us).c_str(),
+                   number(st.arrived_us).c_str(), number(st.consumed_us).c_str());
+    }
+    std::fprintf(f, "]}");
   }
   std::fprintf(f, "\n  ]\n}\n");
   std::fclose(f);
@@ -445,6 +520,7 @@ int main(int argc, char** argv) {
       }
     }
     std::vector<record> records;
+    std::vector<traced_call> traces;
     if (o.nccl && shared) {
       if (rank == 0)
         std::printf(
@@ -464,9 +540,9 @@ int main(int argc, char** argv) {
         unsetenv("NCCL_ALGO");
       coll::nccl_transport ring_t{ring_comm.get()};
       if (o.dbl)
-        run_table<double>("nccl", t, &ring_t, o, s, records);
+        run_table<double>("nccl", t, &ring_t, o, s, records, traces);
       else
-        run_table<float>("nccl", t, &ring_t, o, s, records);
+        run_table<float>("nccl", t, &ring_t, o, s, records, traces);
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};
@@ -479,11 +555,13 @@ int main(int argc, char** argv) {
                                  "handed to a CUDA-aware MPI");
       }
       if (o.dbl)
-        run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
+        run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records,
+                          traces);
       else
-        run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records);
+        run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records,
+                         traces);
     }
-    if (rank == 0 && !o.json.empty()) write_json(o, records, codecs);
+    if (rank == 0 && !o.json.empty()) write_json(o, records, codecs, traces);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     status = 1;

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -428,6 +429,63 @@ TEST(CollLocalErrors, EachSignatureIsCheckedOnce) {
   }
 }
 
+// A traced call reports every step (and slice) of its schedule: a message is encoded before
+// it arrives and decoded after, all within the call; untraced calls report nothing.
+TEST(CollTrace, EveryStepAndSliceInOrder) {
+  SQUEEZE_REQUIRE_GPU();
+  const int ranks = 3;
+  const std::size_t count = 30000;
+  const auto in = make_inputs<float>(ranks, count, data_kind::normal, 83);
+  for (auto alg : {coll::algorithm::ring, coll::algorithm::recursive_doubling}) {
+    SCOPED_TRACE(coll::name(alg));
+    test::local_hub hub{ranks};
+    test::run_ranks(ranks, [&](int r) {
+      const auto ri = static_cast<std::size_t>(r);
+      test::local_transport t{hub, r};
+      core::stream s;
+      core::device_buffer<float> buf{count};
+      const coll::allreduce_options o{.algorithm = alg, .slice_bytes = 16384};
+      coll::allreducer<test::local_transport, frsz2::wire_codec<16>> sliced{t};
+      coll::allreducer<test::local_transport, squeeze::ibp::wire_codec> stepwise{t};
+      const auto check = [&](auto& ar, bool slices) {
+        buf.copy_from(std::span<const float>{in[ri]}, s);
+        ar(buf.data(), buf.data(), count, core::reduce_op::sum, s, o);
+        EXPECT_TRUE(ar.trace().empty());  // not traced
+        buf.copy_from(std::span<const float>{in[ri]}, s);
+        ar.trace_next_call();
+        core::event_timer whole{s};
+        whole.start();
+        ar(buf.data(), buf.data(), count, core::reduce_op::sum, s, o);
+        whole.stop();
+        const float total_us = whole.elapsed_ms() * 1000.0f;
+        const auto steps = ar.trace();
+        ASSERT_FALSE(steps.empty());
+        EXPECT_TRUE(ar.trace().empty());  // read once
+        const int want_steps = coll::steps(alg, ranks);
+        EXPECT_EQ(steps.back().step, want_steps - 1);
+        int max_slice = 0;
+        for (const auto& st : steps) {
+          SCOPED_TRACE("step " + std::to_string(st.step) + "." + std::to_string(st.slice));
+          max_slice = std::max(max_slice, st.slice);
+          const std::array<float, 3> times{st.encoded_us, st.arrived_us, st.consumed_us};
+          for (const float t_us : times) {
+            if (std::isnan(t_us)) continue;
+            EXPECT_GE(t_us, 0.0f);
+            EXPECT_LE(t_us, total_us + 1.0f);
+          }
+          if (!std::isnan(st.encoded_us) && !std::isnan(st.arrived_us)) {
+            EXPECT_LE(st.encoded_us, st.arrived_us);
+          }
+          if (!std::isnan(st.consumed_us)) EXPECT_LE(st.arrived_us, st.consumed_us);
+        }
+        EXPECT_EQ(max_slice > 0, slices);
+      };
+      check(sliced, true);
+      check(stepwise, false);
+    });
+  }
+}
+
 // ---- the selector ----------------------------------------------------------------------
 // Every rank calibrates on the same link, so every rank chooses the same candidate for
 // every size; the results are right whichever it takes.
@@ -588,7 +646,18 @@ void check_wire_codec(std::size_t n) {
     std::vector<T> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = core::apply(op, base[i], decoded[i]);
     EXPECT_TRUE(same_bits(y, want)) << core::to_string(op);
+    // the same with the other operand from a second array (poisoned output first)
+    core::device_buffer<T> dbase{n};
+    dbase.copy_from(std::span<const T>{base}, nullptr);
+    dy.fill_bytes(0xA5, nullptr);
+    c.decode_reduce(wire.data(), bytes, n, static_cast<const T*>(dbase.data()), dy.data(), op,
+                    nullptr);
+    dy.copy_to(std::span<T>{y}, nullptr);
+    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+    EXPECT_TRUE(same_bits(y, want)) << core::to_string(op) << ", from a second array";
   }
+  static_assert(coll::decodes_reduce_from<codec, T>);
+  static_assert(!coll::decodes_reduce_from<squeeze::ibp::wire_codec, T>);
   // a message of the wrong size is refused
   EXPECT_THROW(c.decode(wire.data(), bytes + 16, n, dy.data(), nullptr), squeeze::format_error);
   if (n > 0) {

@@ -6,6 +6,7 @@
 //   ar(d_send, d_recv, count, coll::reduce_op::sum, stream);        // ring by default
 //   ar(d_buf, d_buf, count, coll::reduce_op::max, stream,
 //      {.algorithm = coll::algorithm::recursive_doubling});           // in place
+//   ar.trace_next_call(); ar(...); for (auto t : ar.trace()) ...      // where the time went
 //
 // An allreducer owns what a call needs between calls (workspace for the messages, a side
 // stream, events, the call signatures already checked) and is reused; it keeps a pointer to
@@ -34,6 +35,15 @@
 // for bit (core::apply). The result then differs from the exact reduction by the codec's
 // error, the same on every rank.
 //
+// Out of place (send != recv), the pipelined executor copies nothing first: a slice is
+// encoded from send until recv holds it, and what arrives for it is reduced from send into
+// recv (codecs with decode_reduce(in, bytes, n, src, dst, op, s), coll::decodes_reduce_from;
+// others copy that slice just before). The other executors copy send into recv first.
+//
+// trace_next_call() makes the next call record CUDA events at each step's (and slice's)
+// encode, transfer and decode; trace() returns them as step_trace rows, microseconds from
+// the call's start. Untraced calls record nothing.
+//
 // options.collective = false is the naive point-to-point variant that work compares with:
 // every send encodes on a side stream and waits for it, every receive decodes into scratch on
 // the side stream, waits, then reduces; forwarded chunks are decoded and encoded again. It
@@ -50,7 +60,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "squeeze/coll/codec.hpp"
@@ -101,6 +113,20 @@ concept checked_codec = requires(C& c, cudaStream_t s) {
 
 /// The most slices a chunk is cut into (each slice is one group of sends and receives).
 inline constexpr int max_slices = 8;
+
+/// Where a traced call's time went (allreducer::trace_next_call): for one step and slice of
+/// the schedule, when its outgoing message was encoded, when its transfer ended and when what
+/// arrived was decoded (and reduced), in microseconds from the call's start on the GPU's
+/// clock (CUDA events on the streams that did the work). NaN where the step has no such
+/// part (a send without a local encoding, a step that receives nothing). Executors without
+/// slices report slice 0.
+struct step_trace {
+  int step = 0;
+  int slice = 0;
+  float encoded_us = 0;
+  float arrived_us = 0;
+  float consumed_us = 0;
+};
 
 namespace detail {
 
@@ -174,15 +200,28 @@ class allreducer {
     const int n = transport_->size();
     bytes_sent_ = 0;
     verify<T>(count, op, options, stream);
-    if (send != recv && count > 0) {
-      SQUEEZE_CUDA_TRY(
-          cudaMemcpyAsync(recv, send, count * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    trace_used_ = 0;
+    tracing_ = std::exchange(trace_armed_, false);
+    mark(-1, -1, encoded, stream);  // the call's start (index 0)
+    const bool copy = send != recv && count > 0;
+    if (n == 1 || count == 0) {
+      if (copy) copy_values(recv, send, count, stream);
+      return;
     }
-    if (n == 1 || count == 0) return;
     call_state<T> c{recv,    count,
                     op,      stream,
-                    options, chunk_layout{count, chunks(options.algorithm, n), Codec::granule}};
+                    options, chunk_layout{count, chunks(options.algorithm, n), Codec::granule},
+                    recv};
     prepare(c);
+    // recv = send first; but the pipelined executor with a codec reads each slice of send
+    // until recv holds it (encodes it, or reduces into recv from send): no copy.
+    if (copy && pipelined(c) && !identity) {
+      c.source = send;
+      fresh_.assign(static_cast<std::size_t>(c.layout.parts) * static_cast<std::size_t>(slices_),
+                    0);
+    } else if (copy) {
+      copy_values(recv, send, count, stream);
+    }
     if (pipelined(c)) {
       run_pipelined(c);
     } else {
@@ -204,6 +243,40 @@ class allreducer {
     if constexpr (!Transport::stream_ordered) SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));
   }
 
+  /// Times the next call: events at each step's (and slice's) encode, transfer and decode,
+  /// read back by trace(). Costs nothing on calls that are not traced.
+  void trace_next_call() noexcept { trace_armed_ = true; }
+  /// The traced call's timeline, in order of step and slice (waits for the call's work).
+  /// Empty when no call was traced since the last trace().
+  [[nodiscard]] std::vector<step_trace> trace() {
+    std::vector<step_trace> out;
+    if (trace_used_ == 0) return out;
+    const auto ms_since_start = [&](std::size_t i) {
+      trace_events_[i].synchronize();
+      float ms = 0;
+      SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, trace_events_[0].get(), trace_events_[i].get()));
+      return ms * 1000.0f;
+    };
+    for (std::size_t i = 1; i < trace_used_; ++i) {
+      const trace_mark& m = trace_marks_[i];
+      auto it = std::find_if(out.begin(), out.end(), [&](const step_trace& t) {
+        return t.step == m.step && t.slice == m.slice;
+      });
+      if (it == out.end()) {
+        const float none = std::numeric_limits<float>::quiet_NaN();
+        out.push_back({m.step, m.slice, none, none, none});
+        it = out.end() - 1;
+      }
+      const float us = ms_since_start(i);
+      (m.what == 0 ? it->encoded_us : m.what == 1 ? it->arrived_us : it->consumed_us) = us;
+    }
+    std::sort(out.begin(), out.end(), [](const step_trace& a, const step_trace& b) {
+      return a.step != b.step ? a.step < b.step : a.slice < b.slice;
+    });
+    trace_used_ = 0;
+    return out;
+  }
+
   [[nodiscard]] Codec& codec() noexcept { return codec_; }
   /// The call signatures checked so far (what verification::first_call skips).
   [[nodiscard]] const agreed_calls& agreed() const noexcept { return agreed_; }
@@ -222,6 +295,7 @@ class allreducer {
     cudaStream_t stream;
     allreduce_options options;
     chunk_layout layout;
+    const T* source;  // data, or the send buffer while slices of data lack its values (fresh_)
   };
 
   // The pipelined executor runs where every transfer is stream-ordered and message sizes
@@ -333,6 +407,7 @@ class allreducer {
     for (int s = 0; s < S; ++s) {
       prepare_slice(c, p, s);
       if (overlap) ready(0, s).record(c.stream);
+      if (encodes(p)) mark(0, s, encoded, c.stream);
     }
     for (int i = 0; i < total; ++i) {
       const step_plan next =
@@ -340,15 +415,29 @@ class allreducer {
       for (int s = 0; s < S; ++s) {
         if (overlap) SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(comm_, ready(i, s).get()));
         transfer_slice(c, p, s, comm);
+        mark(i, s, arrived_mark, comm);
         if (overlap) {
           arrived(i, s).record(comm_);
           SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(c.stream, arrived(i, s).get()));
         }
         consume_slice(c, p, s);
+        if (p.receives()) mark(i, s, consumed, c.stream);
         prepare_slice(c, next, s);
         if (overlap) ready(i + 1, s).record(c.stream);
+        if (i + 1 < total && encodes(next)) mark(i + 1, s, encoded, c.stream);
       }
       p = next;
+    }
+    if (c.source != c.data) {  // slices no step wrote (none, in these schedules)
+      for (int k = 0; k < c.layout.parts; ++k) {
+        for (int s = 0; s < S; ++s) {
+          if (!holds(c, k, s)) {
+            copy_values(slice_values(c, k, s), local_values(c, k, s), slice_size(c, k, s),
+                        c.stream);
+          }
+        }
+      }
+      c.source = c.data;
     }
   }
 
@@ -443,11 +532,20 @@ class allreducer {
     } else {
       const auto* in = static_cast<const std::byte*>(incoming(c, p, s));
       const std::size_t bytes = Codec::template max_wire_bytes<T>(values);
-      if (p.recv == on_receive::reduce) {
+      if (p.recv == on_receive::reduce && holds(c, p.recv_chunk, s)) {
         codec_.decode_reduce(in, bytes, values, into, c.op, c.stream);
+      } else if (p.recv == on_receive::reduce) {  // into holds no values yet: from send
+        const T* from = local_values(c, p.recv_chunk, s);
+        if constexpr (decodes_reduce_from<Codec, T>) {
+          codec_.decode_reduce(in, bytes, values, from, into, c.op, c.stream);
+        } else {
+          copy_values(into, from, values, c.stream);
+          codec_.decode_reduce(in, bytes, values, into, c.op, c.stream);
+        }
       } else {
         codec_.decode(in, bytes, values, into, c.stream);
       }
+      hold(c, p.recv_chunk, s);
     }
   }
 
@@ -462,15 +560,39 @@ class allreducer {
       // A round trip without a send (recursive doubling's post-step) uses the place of the
       // outgoing message, which that step leaves free.
       std::byte* out = static_cast<std::byte*>(outgoing(c, p, s));
-      codec_.encode(slice_values(c, k, s), values, out, static_cast<std::uint64_t*>(nullptr),
+      codec_.encode(local_values(c, k, s), values, out, static_cast<std::uint64_t*>(nullptr),
                     c.stream);
       if (p.round_trip && !Codec::lossless) {
         codec_.decode(out, Codec::template max_wire_bytes<T>(values), values, slice_values(c, k, s),
                       c.stream);
+        hold(c, k, s);
       }
     } else {
       static_cast<void>(c), static_cast<void>(p), static_cast<void>(s);
     }
+  }
+
+  // Out of place, slice s of chunk k of the buffer holds the caller's values once a step has
+  // written it (a round trip, or what arrived reduced or decoded into it); until then they
+  // are read from the send buffer.
+  template <class T>
+  [[nodiscard]] bool holds(const call_state<T>& c, int k, int s) const noexcept {
+    return c.source == c.data || fresh_[static_cast<std::size_t>(k * slices_ + s)] != 0;
+  }
+  template <class T>
+  void hold(const call_state<T>& c, int k, int s) noexcept {
+    if (c.source != c.data) fresh_[static_cast<std::size_t>(k * slices_ + s)] = 1;
+  }
+  template <class T>
+  [[nodiscard]] const T* local_values(call_state<T>& c, int k, int s) const noexcept {
+    return holds(c, k, s) ? slice_values(c, k, s)
+                          : c.source + c.layout.first(k) + slice_first(c, k, s);
+  }
+
+  template <class T>
+  static void copy_values(T* to, const T* from, std::size_t n, cudaStream_t s) {
+    if (n == 0) return;
+    SQUEEZE_CUDA_TRY(cudaMemcpyAsync(to, from, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
   }
 
   void ensure_events(std::size_t per_kind) {
@@ -520,9 +642,11 @@ class allreducer {
       bytes_sent_ += bytes;
     }
     transport_->end();
+    mark(step, 0, arrived_mark, c.stream);
     if (p.recv == on_receive::reduce) {
       detail::launch_reduce(chunk(c, p.recv_chunk), reinterpret_cast<const T*>(landing),
                             c.layout.size(p.recv_chunk), c.op, c.stream);
+      mark(step, 0, consumed, c.stream);
     }
   }
 
@@ -545,6 +669,7 @@ class allreducer {
       slot_sizes_[0] = encode(c, p.round_trip_chunk, slot(0));
       round_trip(c, p.round_trip_chunk, 0);
     }
+    if (encodes(p)) mark(step, 0, encoded, c.stream);
     const std::size_t recv_bytes = incoming_bytes<T>(c, p, send_bytes);
     if (p.receives()) slot_sizes_[static_cast<std::size_t>(in_slot)] = recv_bytes;
 
@@ -553,6 +678,7 @@ class allreducer {
     if (p.sends()) transport_->send(slot(out_slot), send_bytes, p.send_peer);
     transport_->end();
     bytes_sent_ += p.sends() ? send_bytes : 0;
+    mark(step, 0, arrived_mark, c.stream);
 
     if (round_trip_pending) round_trip(c, p.send_chunk, out_slot);
     const std::size_t values = p.receives() ? c.layout.size(p.recv_chunk) : 0;
@@ -566,6 +692,9 @@ class allreducer {
       } else {
         codec_.decode(slot(in_slot), recv_bytes, values, chunk(c, p.recv_chunk), c.stream);
       }
+    }
+    if (p.receives()) {
+      mark(step, 0, consumed, p.recv == on_receive::replace && ring ? side_.get() : c.stream);
     }
   }
 
@@ -598,6 +727,23 @@ class allreducer {
   }
 
   // ---- helpers -----------------------------------------------------------------------
+  // Trace marks (trace_next_call): one timing event per mark, recorded only when tracing.
+  static constexpr int encoded = 0, arrived_mark = 1, consumed = 2;
+  struct trace_mark {
+    int step, slice, what;
+  };
+  void mark(int step, int slice, int what, cudaStream_t s) {
+    if (!tracing_) return;
+    if (trace_used_ == trace_events_.size()) trace_events_.emplace_back();
+    trace_marks_.resize(trace_events_.size());
+    trace_marks_[trace_used_] = {step, slice, what};
+    trace_events_[trace_used_++].record(s);
+  }
+  // Whether step p's outgoing message is encoded from local values.
+  [[nodiscard]] static bool encodes(const step_plan& p) noexcept {
+    return !identity && (p.send == send_source::local || p.round_trip);
+  }
+
   template <class T>
   std::size_t encode(call_state<T>& c, int k, std::byte* out) {
     return encode_on(c, k, out, c.stream);
@@ -695,6 +841,11 @@ class allreducer {
   core::event fork_{cudaEventDisableTiming};
   core::event side_done_{cudaEventDisableTiming};
   bool side_used_ = false;
+  std::vector<std::uint8_t> fresh_;  // [chunk][slice]: holds(), out-of-place pipelined calls
+  bool trace_armed_ = false, tracing_ = false;
+  std::vector<core::event> trace_events_;  // [0]: the traced call's start
+  std::vector<trace_mark> trace_marks_;
+  std::size_t trace_used_ = 0;
   std::size_t bytes_sent_ = 0;
 };
 

@@ -52,6 +52,15 @@ concept wire_codec_for =
   c.decode_reduce(in, bytes, n, dst, op, s);
 };
 
+/// A codec that also reduces from a second array: c.decode_reduce(in, bytes, n, src, dst, op,
+/// s) sets dst[i] = op(src[i], value i) (src may be dst). Optional: with it, an allreduce out
+/// of place reduces its first messages straight from the send buffer instead of copying it
+/// to the receive buffer first.
+template <class C, class T>
+concept decodes_reduce_from =
+    requires(C& c, const std::byte* in, std::size_t bytes, std::size_t n, const T* src, T* dst,
+             reduce_op op, cudaStream_t s) { c.decode_reduce(in, bytes, n, src, dst, op, s); };
+
 /// Whether a codec is the raw one (the collectives then skip encode and decode).
 template <class C>
 inline constexpr bool is_identity_codec = requires { requires C::identity; };

@@ -332,14 +332,16 @@ void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rou
   }
 }
 
-/// out[i] = value first + i, or with Reduce out[i] = op(out[i], value first + i).
+/// out[i] = value first + i, or with Reduce out[i] = op(operand[i], value first + i)
+/// (operand may be out).
 template <format_like F, int BlockThreads, bool Reduce>
 SQUEEZE_KERNEL(BlockThreads)
-void decompress_kernel(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+void decompress_kernel(compressed_ref<F> in, std::size_t first,
+                       const typename F::float_type* operand, typename F::float_type* out,
                        std::size_t count, core::reduce_op op) {
   const auto put = [&](std::size_t i, typename F::float_type value) {
     if constexpr (Reduce) {
-      out[i] = core::apply(op, out[i], value);
+      out[i] = core::apply(op, operand[i], value);
     } else {
       out[i] = value;
     }
@@ -394,7 +396,8 @@ void compress(const typename F::float_type* x, std::size_t n, compressed_ref<F> 
 namespace detail {
 
 template <format_like F, bool Reduce>
-void launch_decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
+void launch_decompress(compressed_ref<F> in, std::size_t first,
+                       const typename F::float_type* operand, typename F::float_type* out,
                        std::size_t count, core::reduce_op op, cudaStream_t stream,
                        const char* who) {
   SQUEEZE_EXPECTS(first <= in.size && count <= in.size - first,
@@ -402,11 +405,12 @@ void launch_decompress(compressed_ref<F> in, std::size_t first, typename F::floa
                       std::to_string(first + count) + ") are outside the vector's " +
                       std::to_string(in.size));
   if (count == 0) return;
-  SQUEEZE_EXPECTS(out != nullptr && in.payload != nullptr && in.exponents != nullptr,
+  SQUEEZE_EXPECTS(out != nullptr && operand != nullptr && in.payload != nullptr &&
+                      in.exponents != nullptr,
                   std::string{who} + ": null pointer");
   constexpr int threads = 256;
   decompress_kernel<F, threads, Reduce>
-      <<<grid_for(count, threads), threads, 0, stream>>>(in, first, out, count, op);
+      <<<grid_for(count, threads), threads, 0, stream>>>(in, first, operand, out, count, op);
   SQUEEZE_CHECK_LAUNCH();
 }
 
@@ -416,7 +420,7 @@ void launch_decompress(compressed_ref<F> in, std::size_t first, typename F::floa
 template <format_like F>
 void decompress(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
                 std::size_t count, cudaStream_t stream) {
-  detail::launch_decompress<F, false>(in, first, out, count, core::reduce_op::sum, stream,
+  detail::launch_decompress<F, false>(in, first, out, out, count, core::reduce_op::sum, stream,
                                       "frsz2::decompress");
 }
 
@@ -425,7 +429,18 @@ void decompress(compressed_ref<F> in, std::size_t first, typename F::float_type*
 template <format_like F>
 void decompress_reduce(compressed_ref<F> in, std::size_t first, typename F::float_type* out,
                        std::size_t count, core::reduce_op op, cudaStream_t stream) {
-  detail::launch_decompress<F, true>(in, first, out, count, op, stream,
+  detail::launch_decompress<F, true>(in, first, out, out, count, op, stream,
+                                     "frsz2::decompress_reduce");
+}
+
+/// out[i] = op(operand[i], value first + i) for i < count: the same pass with the other
+/// operand read from elsewhere (a collective's first reduction into a buffer that does not
+/// yet hold the caller's values). operand may equal out; other overlaps are not allowed.
+template <format_like F>
+void decompress_reduce(compressed_ref<F> in, std::size_t first,
+                       const typename F::float_type* operand, typename F::float_type* out,
+                       std::size_t count, core::reduce_op op, cudaStream_t stream) {
+  detail::launch_decompress<F, true>(in, first, operand, out, count, op, stream,
                                      "frsz2::decompress_reduce");
 }
 

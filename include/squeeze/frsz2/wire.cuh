@@ -11,7 +11,8 @@
 // peers need no size exchange: the analogue of ZFP's fixed-rate mode in Zhou et al.
 // (ISC 2024).
 // decode_reduce decodes and reduces in one pass (dst[i] = op(dst[i], value i): frsz2::
-// decompress_reduce).
+// decompress_reduce), or with the other operand from a second array (dst[i] = op(src[i],
+// value i)).
 //
 // This header meets coll::wire_codec_for by shape and includes nothing from coll::.
 #pragma once
@@ -91,6 +92,18 @@ struct wire_codec {
     if (n == 0) return;
     check_wire(wire, "decode_reduce");
     decompress_reduce<format_for<T>>(view<T>(wire, n), 0, dst, n, op, s);
+  }
+
+  /// dst[i] = op(src[i], value i): decode_reduce with the other operand read from src (which
+  /// may be dst; no other overlap).
+  template <class T>
+  void decode_reduce(const std::byte* wire, std::size_t bytes, std::size_t n, const T* src,
+                     T* dst, core::reduce_op op, cudaStream_t s) const {
+    check_types<T>();
+    check_size<T>(bytes, n, "decode_reduce");
+    if (n == 0) return;
+    check_wire(wire, "decode_reduce");
+    decompress_reduce<format_for<T>>(view<T>(wire, n), 0, src, dst, n, op, s);
   }
 
  private:
