@@ -8,7 +8,8 @@
 //
 // calibrate() times each candidate at a ladder of message sizes (by default 256 KiB to
 // 64 MiB, x4), median of `repeats` calls after a warm-up, each started by every rank
-// together (a max_all before it), and takes the slowest rank's time
+// together (a max_all before it; the transport's own allreduce both first and last at each
+// size, the faster kept), and takes the slowest rank's time
 // (max_all), so every rank holds the same table and makes the same choice: a choice that
 // differed between ranks would deadlock. A size between two rungs is predicted by linear
 // interpolation in bytes, above the top rung by extrapolating the last two rungs' line.
@@ -223,30 +224,37 @@ class selector {
     ms_.assign(options_.ladder.size(), {});
     core::event start, stop;
     std::vector<std::uint64_t> ns(options_.ladder.size() * path_count);
+    // The median of `repeats` calls of candidate c on `count` values, in nanoseconds.
+    const auto time = [&](path c, std::size_t count) {
+      std::vector<float> samples;
+      for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
+        // Every rank starts the call together (max_all returns once every rank has
+        // joined): a rank that a candidate left behind would otherwise charge its lag to
+        // the next candidate's calls on the other ranks.
+        std::array<std::uint64_t, 1> together{0};
+        transport_->max_all(together, stream);
+        start.record(stream);
+        run(c, buffer.data(), buffer.data(), count, op, stream, verification::off);
+        stop.record(stream);
+        stop.synchronize();
+        float ms = 0;
+        SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+        if (i >= options_.warmup) samples.push_back(ms);
+      }
+      std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+      return static_cast<std::uint64_t>(static_cast<double>(samples[samples.size() / 2]) * 1e6);
+    };
     for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
       const std::size_t count = std::max<std::size_t>(options_.ladder[k] / sizeof(T), 1);
       for (int c = 0; c < path_count; ++c) {
         if (!time_codec && compressed(static_cast<path>(c))) continue;  // never chosen
-        std::vector<float> samples;
-        for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
-          // Every rank starts the call together (max_all returns once every rank has
-          // joined): a rank that a candidate left behind would otherwise charge its lag to
-          // the next candidate's calls on the other ranks.
-          std::array<std::uint64_t, 1> together{0};
-          transport_->max_all(together, stream);
-          start.record(stream);
-          run(static_cast<path>(c), buffer.data(), buffer.data(), count, op, stream,
-              verification::off);
-          stop.record(stream);
-          stop.synchronize();
-          float ms = 0;
-          SQUEEZE_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-          if (i >= options_.warmup) samples.push_back(ms);
-        }
-        std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-        ns[k * path_count + static_cast<std::size_t>(c)] =
-            static_cast<std::uint64_t>(static_cast<double>(samples[samples.size() / 2]) * 1e6);
+        ns[k * path_count + static_cast<std::size_t>(c)] = time(static_cast<path>(c), count);
       }
+      // The transport's own allreduce once more, after the others, and the faster of the two
+      // kept: its first calls after another candidate's sends and receives can run slower
+      // (NCCL's do), which would hand the rung to a candidate that is not faster.
+      std::uint64_t& native_ns = ns[k * path_count];
+      native_ns = std::min(native_ns, time(path::native, count));
     }
     transport_->max_all(ns, stream);  // the slowest rank's times: the same table everywhere
     for (std::size_t k = 0; k < options_.ladder.size(); ++k) {
