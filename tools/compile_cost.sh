@@ -8,7 +8,8 @@
 # one at a time (run it on an idle machine: the times are wall clock). A header whose kernels
 # are templates instantiated only where they are used costs front-end time and an object of
 # a few kilobytes; kernels referenced by non-template host functions are compiled into every
-# object that includes them. Prints one line per header: seconds, object bytes.
+# object that includes them. Prints one line per header: seconds, object bytes. Extra nvcc
+# options come from $NVCC_FLAGS (e.g. -DCCCL_DISABLE_NVTX, to see what CUB's NVTX ranges add).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=sm_90a
@@ -28,7 +29,8 @@ printf '%-24s %9s %12s\n' header seconds object_bytes
 for h in "${headers[@]}"; do
   printf '#include <%s>\nint main() { return 0; }\n' "$h" > "$work/tu.cu"
   start=$(date +%s.%N)
-  "$nvcc" -std=c++20 -O2 -arch="$arch" -Iinclude -c "$work/tu.cu" -o "$work/tu.o"
+  # shellcheck disable=SC2086 # NVCC_FLAGS is a list of options
+  "$nvcc" -std=c++20 -O2 -arch="$arch" ${NVCC_FLAGS:-} -Iinclude -c "$work/tu.cu" -o "$work/tu.o"
   end=$(date +%s.%N)
   printf '%-24s %9.1f %12d\n' "$h" "$(echo "$end - $start" | bc)" "$(stat -c %s "$work/tu.o")"
 done

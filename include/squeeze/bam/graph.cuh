@@ -70,8 +70,8 @@ SQUEEZE_HOST_DEVICE std::uint32_t owner_of(const std::uint64_t* offsets, std::ui
   return lo;
 }
 
-template <int = 0>
-SQUEEZE_KERNEL(256)
+template <int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
 void first_vertex_kernel(const std::uint64_t* offsets, std::uint32_t vertices, std::uint64_t lines,
                          std::uint64_t per_line, std::uint32_t* out) {
   for (std::uint64_t l = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; l < lines;
@@ -223,15 +223,19 @@ inline unsigned traversal_blocks() {
 }  // namespace detail
 
 /// The FirstVertexList of a graph whose edge list is cut into lines of `per_line`
-/// elements, built on the GPU into `out` ([ceil(edges / per_line)]). Asynchronous.
-inline void first_vertex_list(const std::uint64_t* row_offsets, std::uint32_t vertices,
-                              std::uint64_t edges, std::uint64_t per_line, std::uint32_t* out,
-                              cudaStream_t stream) {
+/// elements, built on the GPU into `out` ([ceil(edges / per_line)]), in blocks of
+/// BlockThreads. Asynchronous. (A template, so that its kernel is compiled only where it is
+/// called.)
+template <int BlockThreads = 256>
+void first_vertex_list(const std::uint64_t* row_offsets, std::uint32_t vertices,
+                       std::uint64_t edges, std::uint64_t per_line, std::uint32_t* out,
+                       cudaStream_t stream) {
   SQUEEZE_EXPECTS(per_line > 0, "bam::first_vertex_list: per_line must be positive");
   const std::uint64_t lines = (edges + per_line - 1) / per_line;
   if (lines == 0) return;
-  detail::first_vertex_kernel<<<detail::traversal_blocks(), 256, 0, stream>>>(row_offsets, vertices,
-                                                                              lines, per_line, out);
+  detail::first_vertex_kernel<BlockThreads>
+      <<<detail::traversal_blocks(), BlockThreads, 0, stream>>>(row_offsets, vertices, lines,
+                                                                per_line, out);
   SQUEEZE_CHECK_LAUNCH();
 }
 

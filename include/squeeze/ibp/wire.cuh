@@ -531,7 +531,7 @@ class wire_codec {
   void reserve(std::size_t max_values, cudaStream_t s) {
     check_type<T>();
     const wire_layout lay = wire_layout_for(max_values, sizeof(T));
-    if (lay.rows > 0) reserve_workspace(lay, s);
+    if (lay.rows > 0) reserve_workspace<T>(lay, s);
     fault_word(s);
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
   }
@@ -550,7 +550,7 @@ class wire_codec {
       SQUEEZE_CHECK_LAUNCH();
       return;
     }
-    const detail::wire_workspace_ref ws = reserve_workspace(lay, s);
+    const detail::wire_workspace_ref ws = reserve_workspace<T>(lay, s);
     const auto* bytes = reinterpret_cast<const std::byte*>(src);
     const int sms = sm_count();
 
@@ -656,7 +656,10 @@ class wire_codec {
     return sms_;
   }
 
-  /// The workspace for a message of `lay`'s rows (grown on s when too small).
+  /// The workspace for a message of `lay`'s rows (grown on s when too small). A template
+  /// (on the values' type, as its callers), so that CUB's scan kernels are compiled only
+  /// where a codec encodes.
+  template <class T>
   detail::wire_workspace_ref reserve_workspace(const wire_layout& lay, cudaStream_t s) {
     std::size_t scan_bytes = 0;
     SQUEEZE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(

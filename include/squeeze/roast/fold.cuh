@@ -79,8 +79,8 @@ inline constexpr int fold_batch = 8;
 
 /// One warp per alignment unit (`PerLane` = align / 32 floats per lane); dM += the unit's
 /// pieces in list order.
-template <int PerLane>
-SQUEEZE_KERNEL(256)
+template <int PerLane, int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
 void fold_kernel(fold_view f, float* dmemory) {
   using piece = std::conditional_t<PerLane == 1, float, float2>;
   const unsigned lane = threadIdx.x % 32;
@@ -219,8 +219,10 @@ class gradient_fold {
     return workspace_.size() * sizeof(float);
   }
 
-  /// dM += the workspace holding strip i, unit by unit in the fixed order. Asynchronous on
-  /// `stream`.
+  /// dM += the workspace holding strip i, unit by unit in the fixed order, a warp a unit in
+  /// blocks of WarpsPerBlock warps. Asynchronous on `stream`. (A template, so that its kernel
+  /// is compiled only where it is called.)
+  template <unsigned WarpsPerBlock = 8>
   void fold_strip(std::uint64_t i, float* dmemory, cudaStream_t stream) const {
     const detail::fold_view view{entries_.data() + i * rows_per_strip_ * map_.tiles_n(),
                                  first_.data() + i * (units_ + 1),
@@ -230,14 +232,14 @@ class gradient_fold {
                                  static_cast<std::uint32_t>(tile_values()),
                                  map_,
                                  i * rows_per_strip_ * map_.tiles_n()};
-    constexpr unsigned warps_per_block = 8;
+    constexpr unsigned threads = 32 * WarpsPerBlock;
     const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>(
-        (units_ + warps_per_block - 1) / warps_per_block,
+        (units_ + WarpsPerBlock - 1) / WarpsPerBlock,
         std::uint64_t{32} * static_cast<std::uint64_t>(core::current_sm_count())));
     if (align() == 32) {
-      detail::fold_kernel<1><<<blocks, 32 * warps_per_block, 0, stream>>>(view, dmemory);
+      detail::fold_kernel<1, threads><<<blocks, threads, 0, stream>>>(view, dmemory);
     } else {
-      detail::fold_kernel<2><<<blocks, 32 * warps_per_block, 0, stream>>>(view, dmemory);
+      detail::fold_kernel<2, threads><<<blocks, threads, 0, stream>>>(view, dmemory);
     }
     SQUEEZE_CHECK_LAUNCH();
   }

@@ -608,8 +608,10 @@ int once_per_device(std::mutex& lock, std::vector<int>& known, Compute&& compute
 }
 
 /// Whether this translation unit's kernels were built with wgmma for the current device
-/// (the device pass targeted sm_90a and the device runs it). Probed once per device.
-inline bool wgmma_built() {
+/// (the device pass targeted sm_90a and the device runs it). Probed once per device. (A
+/// template like its probe kernel: compiled only where a GEMM is.)
+template <int = 0>
+bool wgmma_built() {
   const auto probe = [](int device) {
     int major = 0;
     SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
