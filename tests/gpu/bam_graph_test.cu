@@ -22,6 +22,9 @@ namespace bam = squeeze::bam;
 namespace core = squeeze::core;
 namespace io = squeeze::io;
 
+// The GPU traversals and the host reference mark an unreached vertex alike.
+static_assert(bam::unreached == io::unreached);
+
 namespace {
 
 struct gpu_graph {

@@ -34,7 +34,7 @@ namespace io = squeeze::io;
 
 namespace {
 
-constexpr std::uint32_t U = io::bfs_unreachable;
+constexpr std::uint32_t U = io::unreached;
 
 io::graph make(std::uint64_t n, const std::vector<io::graph_edge>& edges, bool directed = false) {
   return io::graph_from_edges(n, edges, directed);

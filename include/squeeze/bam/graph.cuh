@@ -40,7 +40,7 @@ namespace squeeze::bam {
 
 enum class traversal { vertex, line_aware, odt };
 
-/// BFS depth of a vertex the search never reached.
+/// BFS depth of a vertex the search never reached (io::unreached, the host reference's).
 inline constexpr std::uint32_t unreached = 0xffffffffu;
 
 /// A CSR graph on the GPU: offsets in GPU memory, the edge list through a bam array.
