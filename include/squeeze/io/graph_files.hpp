@@ -148,11 +148,7 @@ inline constexpr std::uint64_t graph_bytes_per_vertex = 12;
 /// Reads an edge-list file; see the stream overload. io_error when it cannot be opened.
 [[nodiscard]] inline graph read_edge_list(const std::filesystem::path& path,
                                           const edge_list_options& options = {}) {
-  errno = 0;
-  std::ifstream in{path, std::ios::binary};
-  if (!in) {
-    throw io_error{"cannot open edge list '" + path.string() + "': " + std::strerror(errno)};
-  }
+  std::ifstream in = detail::open_input(path, "edge list");
   return read_edge_list(in, path.string(), options);
 }
 
@@ -238,12 +234,7 @@ inline void write_edge_list(const std::filesystem::path& path, const graph& g) {
 [[nodiscard]] inline graph read_matrix_market_graph(const std::filesystem::path& path,
                                                     bool directed = false,
                                                     const read_limits& limits = {}) {
-  errno = 0;
-  std::ifstream in{path, std::ios::binary};
-  if (!in) {
-    throw io_error{"cannot open Matrix Market file '" + path.string() +
-                   "': " + std::strerror(errno)};
-  }
+  std::ifstream in = detail::open_input(path, "Matrix Market file");
   return read_matrix_market_graph(in, path.string(), directed, limits);
 }
 

@@ -347,12 +347,7 @@ template <std::floating_point Value = double, class Index = std::int32_t>
 template <std::floating_point Value = double, class Index = std::int32_t>
 [[nodiscard]] csr_matrix<Value, Index> read_matrix_market(const std::filesystem::path& path,
                                                           const read_limits& limits = {}) {
-  errno = 0;
-  std::ifstream in{path, std::ios::binary};
-  if (!in) {
-    throw io_error{"cannot open Matrix Market file '" + path.string() +
-                   "': " + std::strerror(errno)};
-  }
+  std::ifstream in = detail::open_input(path, "Matrix Market file");
   return read_matrix_market<Value, Index>(in, path.string(), limits);
 }
 

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <istream>
 #include <string>
 #include <string_view>
@@ -133,6 +135,19 @@ class line_reader {
   const char* const end = word.data() + word.size();
   const auto [ptr, ec] = std::from_chars(word.data(), end, value);
   return ec == std::errc{} && ptr == end;
+}
+
+/// Opens `path` for reading as a binary stream. Throws io_error naming `what` ("edge list")
+/// and the system's reason when it cannot be opened.
+[[nodiscard]] inline std::ifstream open_input(const std::filesystem::path& path,
+                                              std::string_view what) {
+  errno = 0;
+  std::ifstream in{path, std::ios::binary};
+  if (!in) {
+    throw io_error{"cannot open " + std::string{what} + " '" + path.string() +
+                   "': " + std::strerror(errno)};
+  }
+  return in;
 }
 
 }  // namespace squeeze::io::detail
