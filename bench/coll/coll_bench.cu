@@ -44,6 +44,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "coll/coll_study.cuh"
@@ -212,7 +213,9 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                  nullptr, nullptr, nullptr});
   }
   auto add = [&](std::string name, double bits, auto ar, coll::allreduce_options o) {
-    const bool traced = o.collective && name.find("+") != std::string::npos;
+    // traced: the collective schedules with a codec (--trace)
+    using codec = std::remove_cvref_t<decltype(ar->codec())>;
+    const bool traced = o.collective && !coll::is_identity_codec<codec>;
     v.push_back({std::move(name), bits,
                  [ar, o, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
                    (*ar)(cast(s), out(r), n, sum, st, o);

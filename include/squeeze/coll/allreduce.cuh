@@ -734,8 +734,10 @@ class allreducer {
   };
   void mark(int step, int slice, int what, cudaStream_t s) {
     if (!tracing_) return;
-    if (trace_used_ == trace_events_.size()) trace_events_.emplace_back();
-    trace_marks_.resize(trace_events_.size());
+    if (trace_used_ == trace_events_.size()) {
+      trace_events_.emplace_back();
+      trace_marks_.emplace_back();
+    }
     trace_marks_[trace_used_] = {step, slice, what};
     trace_events_[trace_used_++].record(s);
   }
