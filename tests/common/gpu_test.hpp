@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <ostream>
 #include <random>
 #include <span>
@@ -26,6 +28,18 @@
   } while (false)
 
 namespace squeeze::test {
+
+/// Whether the tests run under compute-sanitizer (tools/sanitize.sh exports
+/// SQUEEZE_SANITIZER=<tool>): its instrumentation slows kernels by orders of magnitude, so
+/// upper bounds on time are not checked there, and deadlines that catch hangs are longer.
+inline bool under_sanitizer() {
+  const char* tool = std::getenv("SQUEEZE_SANITIZER");
+  return tool != nullptr && *tool != '\0';
+}
+/// A deadline for work that takes `normal` without a sanitizer (20x that under one).
+inline std::chrono::seconds hang_limit(std::chrono::seconds normal) {
+  return under_sanitizer() ? 20 * normal : normal;
+}
 
 /// Random bytes (never all zero, so unwritten outputs and wrong offsets show).
 inline std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {

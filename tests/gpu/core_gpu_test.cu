@@ -262,7 +262,7 @@ TEST(CoreGpu, TimeGraphLeavesOutTheHostAndRunsEveryCall) {
   const auto graph = core::time_graph(s, {.warmup = 2, .repeats = 3}, 4, work);
   EXPECT_GT(region.median_ms, 4.5);
   EXPECT_GT(graph.median_ms, 0.05);
-  EXPECT_LT(graph.median_ms, 2.5);
+  if (!squeeze::test::under_sanitizer()) EXPECT_LT(graph.median_ms, 2.5);
   EXPECT_EQ(graph.samples, 3);
   int runs = 0;
   SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&runs, counter.data(), sizeof runs, cudaMemcpyDeviceToHost, s));
@@ -313,7 +313,7 @@ TEST(CoreGpu, EventTimerMeasuresAKnownDelay) {
   t.stop();
   const float ms = t.elapsed_ms();
   EXPECT_GT(ms, 0.5f);
-  EXPECT_LT(ms, 20.0f);
+  if (!squeeze::test::under_sanitizer()) EXPECT_LT(ms, 20.0f);
   const auto summary = core::time_region(s, {.warmup = 1, .repeats = 5},
                                          [&] { spin_kernel<<<1, 32, 0, s>>>(cycles / 2); });
   EXPECT_EQ(summary.samples, 5);

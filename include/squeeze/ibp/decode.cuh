@@ -639,7 +639,9 @@ class warp_decoder {
     stored_ = static_cast<std::uint32_t>((bits + 7) / 8);
     if (stored_ > Policy::workspace_bytes) return;  // streamed by decode_loaded
     // The rest, from the granule that holds the prefix's end (the workspace keeps the
-    // layout of one load: row byte j at offset_ + j).
+    // layout of one load: row byte j at offset_ + j). That granule is stored again, with
+    // the same bytes, so every lane must be done reading the prefix first.
+    __syncwarp();
     if (prefix > Policy::workspace_bytes) {
       offset_ = xfer::warp_load(storage_.workspace, src, stored_, readable).offset;
       return;
