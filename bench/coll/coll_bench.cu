@@ -16,7 +16,9 @@
 // arguments checked the first time a signature is seen): selector(frsz2_16) calibrates on
 // synthetic values, selector(ibp) on this rank's input.
 //
-// Latency = the median over --iters calls of the slowest rank's time (each call timed by
+// Latency = the median over --iters calls (more below 16 MiB: iters x 16 MiB / size, at
+// most 5 x iters, since a median of 20 calls of ~20 us moves by a few percent from run to
+// run) of the slowest rank's time (each call timed by
 // CUDA events between an MPI_Barrier and the call's completion, then the max over ranks),
 // each variant in a block of its own calls; a selector's calls alternate with
 // ncclAllReduce's, whose median in that block (native_paired_us) is the selector's baseline.
@@ -30,10 +32,13 @@
 // after that size's row, one more call of each of squeeze's compressed allreducers is traced
 // (allreducer::trace_next_call: when each step's and slice's message was encoded, arrived and
 // was decoded, from the call's start), printed by rank 0 and kept in the JSON ("traces").
+// Each selector's calibration (milliseconds per rung of its ladder and candidate) is printed
+// after the table and kept in the JSON ("selectors").
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -150,6 +155,7 @@ struct record {
   double algbw = 0, busbw = 0;
   double max_err = 0, max_ref = 0;
   bool ranks_identical = true;
+  int iters = 0;                // calls timed
   std::string chosen;           // the selector's pick
   double native_paired_us = 0;  // a selector's: ncclAllReduce timed in alternation with it
 };
@@ -170,6 +176,18 @@ void max_over_ranks(std::vector<double>& v) {
                 MPI_COMM_WORLD);
 }
 
+/// A selector's table (coll::selector::measurements): milliseconds per rung and candidate.
+struct calibration {
+  std::string transport, variant;
+  std::vector<std::size_t> ladder;
+  std::vector<std::array<double, coll::path_count>> ms;
+};
+
+template <class Selector>
+calibration calibration_of(const Selector& sel) {
+  return {{}, {}, sel.options().ladder, sel.measurements()};
+}
+
 /// One variant of the table: a name and a call.
 struct variant {
   std::string name;
@@ -179,6 +197,8 @@ struct variant {
   /// squeeze's compressed allreducers: arm the next call's trace, and read it.
   std::function<void()> arm_trace;
   std::function<std::vector<coll::step_trace>()> trace;
+  /// A selector's calibration: what it measured at each rung of its ladder.
+  std::function<calibration()> calibrated;
 };
 
 /// The table's variants over transport t; `ring_t`, when given, is a transport over a
@@ -204,13 +224,13 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                [&t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                  t.native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
                },
-               nullptr, nullptr, nullptr});
+               nullptr, nullptr, nullptr, nullptr});
   if (ring_t != nullptr) {
     v.push_back({"native ring", 0,
                  [ring_t, cast, out](const void* s, void* r, std::size_t n, cudaStream_t st) {
                    ring_t->native_allreduce(cast(s), out(r), n, coll::reduce_op::sum, st);
                  },
-                 nullptr, nullptr, nullptr});
+                 nullptr, nullptr, nullptr, nullptr});
   }
   auto add = [&](std::string name, double bits, auto ar, coll::allreduce_options o) {
     // traced: the collective schedules with a codec (--trace)
@@ -220,7 +240,7 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                  [ar, o, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
                    (*ar)(cast(s), out(r), n, sum, st, o);
                  },
-                 nullptr, nullptr, nullptr});
+                 nullptr, nullptr, nullptr, nullptr});
     if (traced) {
       v.back().arm_trace = [ar] { ar->trace_next_call(); };
       v.back().trace = [ar] { return ar->trace(); };
@@ -241,14 +261,16 @@ std::vector<variant> variants(Transport& t, Transport* ring_t, std::span<const T
                  if (!sel->calibrated()) sel->template calibrate<T>(st);
                  (*sel)(cast(s), out(r), n, sum, st);
                },
-               [sel] { return std::string{coll::name(sel->last_choice())}; }, nullptr, nullptr});
+               [sel] { return std::string{coll::name(sel->last_choice())}; }, nullptr, nullptr,
+               [sel] { return calibration_of(*sel); }});
   v.push_back(
       {"selector(ibp)", 0,
        [sel_ibp, sample, cast, out, sum](const void* s, void* r, std::size_t n, cudaStream_t st) {
          if (!sel_ibp->calibrated()) sel_ibp->template calibrate<T>(st, sample);
          (*sel_ibp)(cast(s), out(r), n, sum, st);
        },
-       [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }, nullptr, nullptr});
+       [sel_ibp] { return std::string{coll::name(sel_ibp->last_choice())}; }, nullptr, nullptr,
+       [sel_ibp] { return calibration_of(*sel_ibp); }});
   return v;
 }
 
@@ -281,9 +303,18 @@ void trace_variants(const char* transport_name, std::vector<variant>& list, cons
   }
 }
 
+/// Calls timed at `bytes`: --iters from 16 MiB up, more below (at most 5x).
+int iters_at(const options& o, std::size_t bytes) {
+  constexpr std::size_t full = std::size_t{16} << 20;
+  if (bytes >= full) return o.iters;
+  return static_cast<int>(std::min<std::size_t>(
+      static_cast<std::size_t>(o.iters) * 5, static_cast<std::size_t>(o.iters) * (full / bytes)));
+}
+
 template <class T, class Transport>
 void run_table(const char* transport_name, Transport& t, Transport* ring_t, const options& o,
-               cudaStream_t s, std::vector<record>& records, std::vector<traced_call>& traces) {
+               cudaStream_t s, std::vector<record>& records, std::vector<traced_call>& traces,
+               std::vector<calibration>& calibrations) {
   const std::size_t max_count = o.max_bytes / sizeof(T);
   core::device_buffer<T> input{max_count}, ref{max_count}, work{max_count};
   const auto seed = 1000 + static_cast<std::uint64_t>(rank);
@@ -363,11 +394,13 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
       max_over_ranks(t3);
       return t3;
     };
+    const int iters = iters_at(o, bytes);
     for (std::size_t k = 0; k < list.size(); ++k) {
       record& r = checked[k];
+      r.iters = iters;
       const bool paired = static_cast<bool>(list[k].chosen);
       std::vector<double> mine, native;
-      for (int i = 0; i < o.warmup + o.iters; ++i) {
+      for (int i = 0; i < o.warmup + iters; ++i) {
         const double t = once(list[k]);
         const double t0 = paired ? once(list[0]) : 0.0;
         if (i < o.warmup) continue;
@@ -409,11 +442,28 @@ void run_table(const char* transport_name, Transport& t, Transport* ring_t, cons
     if (bytes == o.trace_bytes)
       trace_variants(transport_name, list, input.data(), work.data(), n, bytes, s, traces);
   }
+  for (const variant& v : list) {
+    if (!v.calibrated) continue;
+    calibration c = v.calibrated();
+    c.transport = transport_name;
+    c.variant = v.name;
+    if (rank == 0) {
+      std::printf("# %s calibration, ms (native, ring, rd, ring+codec, rd+codec):\n",
+                  v.name.c_str());
+      for (std::size_t k = 0; k < c.ms.size(); ++k) {
+        std::printf("  %-10zu", c.ladder[k]);
+        for (double x : c.ms[k]) std::printf(" %9.4f", x);
+        std::printf("\n");
+      }
+    }
+    calibrations.push_back(std::move(c));
+  }
 }
 
 void write_json(const options& o, const std::vector<record>& records,
                 const std::vector<study::codec_rates>& codecs,
-                const std::vector<traced_call>& traces) {
+                const std::vector<traced_call>& traces,
+                const std::vector<calibration>& calibrations) {
   std::FILE* f = std::fopen(o.json.c_str(), "w");
   if (f == nullptr) {
     std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
@@ -450,6 +500,7 @@ void write_json(const options& o, const std::vector<record>& records,
         "\"max_abs_err\": %.4g, \"max_abs_ref\": %.4g, \"ranks_identical\": %s",
         i ? "," : "", r.transport.c_str(), r.variant.c_str(), r.bytes, r.median_us, r.min_us,
         r.max_us, r.algbw, r.busbw, r.max_err, r.max_ref, r.ranks_identical ? "true" : "false");
+    std::fprintf(f, ", \"iters\": %d", r.iters);
     if (!r.chosen.empty()) {
       std::fprintf(f, ", \"chosen\": \"%s\", \"native_paired_us\": %.2f", r.chosen.c_str(),
                    r.native_paired_us);
@@ -473,6 +524,22 @@ void write_json(const options& o, const std::vector<record>& records,
                    "\"decoded_us\": %s}",
                    k ? ", " : "", st.step, st.slice, number(st.encoded_us).c_str(),
                    number(st.arrived_us).c_str(), number(st.consumed_us).c_str());
+    }
+    std::fprintf(f, "]}");
+  }
+  std::fprintf(f, "\n  ],\n  \"selectors\": [");
+  for (std::size_t i = 0; i < calibrations.size(); ++i) {
+    const auto& c = calibrations[i];
+    std::fprintf(f, "%s\n    {\"transport\": \"%s\", \"variant\": \"%s\", \"candidates\": [",
+                 i ? "," : "", c.transport.c_str(), c.variant.c_str());
+    for (int p = 0; p < coll::path_count; ++p)
+      std::fprintf(f, "%s\"%s\"", p ? ", " : "", coll::name(static_cast<coll::path>(p)));
+    std::fprintf(f, "], \"rungs\": [");
+    for (std::size_t k = 0; k < c.ms.size(); ++k) {
+      std::fprintf(f, "%s{\"bytes\": %zu, \"ms\": [", k ? ", " : "", c.ladder[k]);
+      for (std::size_t p = 0; p < c.ms[k].size(); ++p)
+        std::fprintf(f, "%s%.5f", p ? ", " : "", c.ms[k][p]);
+      std::fprintf(f, "]}");
     }
     std::fprintf(f, "]}");
   }
@@ -524,6 +591,7 @@ int main(int argc, char** argv) {
     }
     std::vector<record> records;
     std::vector<traced_call> traces;
+    std::vector<calibration> calibrations;
     if (o.nccl && shared) {
       if (rank == 0)
         std::printf(
@@ -543,9 +611,9 @@ int main(int argc, char** argv) {
         unsetenv("NCCL_ALGO");
       coll::nccl_transport ring_t{ring_comm.get()};
       if (o.dbl)
-        run_table<double>("nccl", t, &ring_t, o, s, records, traces);
+        run_table<double>("nccl", t, &ring_t, o, s, records, traces, calibrations);
       else
-        run_table<float>("nccl", t, &ring_t, o, s, records, traces);
+        run_table<float>("nccl", t, &ring_t, o, s, records, traces, calibrations);
     }
     if (o.mpi) {
       coll::mpi_transport t{MPI_COMM_WORLD};
@@ -559,12 +627,12 @@ int main(int argc, char** argv) {
       }
       if (o.dbl)
         run_table<double>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records,
-                          traces);
+                          traces, calibrations);
       else
-        run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records,
-                         traces);
+        run_table<float>(name, t, static_cast<coll::mpi_transport*>(nullptr), o, s, records, traces,
+                         calibrations);
     }
-    if (rank == 0 && !o.json.empty()) write_json(o, records, codecs, traces);
+    if (rank == 0 && !o.json.empty()) write_json(o, records, codecs, traces, calibrations);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     status = 1;

@@ -16,9 +16,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -258,6 +261,37 @@ inline void run_ranks(int size, const std::function<void(int)>& body) {
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+/// As run_ranks, for tests of failures that must not hang: when the ranks have not all
+/// returned within `limit`, the process ends with a message naming `what` (a failed test
+/// instead of a stuck one).
+inline void run_ranks_within(int size, std::chrono::seconds limit, const char* what,
+                             const std::function<void(int)>& body) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog{[&] {
+    std::unique_lock lock{m};
+    if (!cv.wait_for(lock, limit, [&] { return done; })) {
+      std::fprintf(stderr, "%s: the ranks did not all return within %lld s (a hang)\n", what,
+                   static_cast<long long>(limit.count()));
+      std::abort();
+    }
+  }};
+  std::exception_ptr error;
+  try {
+    run_ranks(size, body);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard lock{m};
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace squeeze::test

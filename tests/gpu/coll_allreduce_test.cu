@@ -19,11 +19,14 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -429,6 +432,98 @@ TEST(CollLocalErrors, EachSignatureIsCheckedOnce) {
   }
 }
 
+// ibp::wire_codec whose encode number `spoil_at` on this rank (counted from 0 over the
+// allreducer's life) is spoiled after it is written: a header field changed (its check word
+// no longer matches), or the announced size cut below a header's.
+enum class spoil : int { header_field, truncated };
+
+__global__ void spoil_message_kernel(std::byte* wire, std::uint64_t* size, spoil how) {
+  if (how == spoil::header_field) {
+    reinterpret_cast<unsigned char*>(wire)[offsetof(squeeze::ibp::wire_header, values)] ^= 1u;
+  } else {
+    *size = 8;
+  }
+}
+
+struct spoiling_codec : squeeze::ibp::wire_codec {
+  long spoil_at = -1;
+  spoil how = spoil::header_field;
+  long encodes = 0;
+  template <class T>
+  void encode(const T* src, std::size_t n, std::byte* wire, std::uint64_t* size, cudaStream_t s) {
+    squeeze::ibp::wire_codec::encode(src, n, wire, size, s);
+    if (encodes++ == spoil_at) {
+      spoil_message_kernel<<<1, 1, 0, s>>>(wire, size, how);
+      SQUEEZE_CHECK_LAUNCH();
+    }
+  }
+};
+static_assert(coll::wire_codec_for<spoiling_codec, float>);
+static_assert(coll::checked_codec<spoiling_codec>);
+
+// One rank sends a corrupted message (its first, or its last of a call; a changed header or
+// a cut length): only its receiver's decoder can tell, yet every rank throws format_error,
+// no rank waits for ever (the test ends the process after 60 s a case), and the next call, clean,
+// is exact on every rank.
+TEST(CollLocalErrors, CorruptedMessageFailsEveryRank) {
+  SQUEEZE_REQUIRE_GPU();
+  const std::size_t count = 20000;
+  for (const int ranks : {2, 3, 5}) {
+    for (const auto algorithm : {coll::algorithm::ring, coll::algorithm::recursive_doubling}) {
+      for (const spoil how : {spoil::header_field, spoil::truncated}) {
+        SCOPED_TRACE(std::to_string(ranks) + " ranks, " + coll::name(algorithm) +
+                     (how == spoil::header_field ? ", a header field" : ", a cut length"));
+        auto in = make_inputs<float>(ranks, count, data_kind::integers, 91 + ranks);
+        const auto want = host_reduce(in, core::reduce_op::sum);
+        const int victim = ranks - 1;
+        test::local_hub hub{ranks};
+        std::vector<std::vector<int>> failed(static_cast<std::size_t>(ranks));
+        std::vector<std::vector<int>> exact(static_cast<std::size_t>(ranks));
+        test::run_ranks_within(
+            ranks, test::hang_limit(std::chrono::seconds{60}), "CorruptedMessageFailsEveryRank",
+            [&](int r) {
+              const auto ri = static_cast<std::size_t>(r);
+              test::local_transport t{hub, r};
+              core::stream s;
+              core::device_buffer<float> buf{count};
+              coll::allreducer<test::local_transport, spoiling_codec> ar{t};
+              std::vector<float> got(count);
+              // call 0 clean (counts the victim's encodes a call: e), call 1 spoils its first
+              // message, call 2 clean, call 3 spoils its last, call 4 clean
+              long e = 0;
+              for (int call = 0; call < 5; ++call) {
+                if (call == 1 && r == victim) ar.codec().spoil_at = e;
+                if (call == 3 && r == victim) ar.codec().spoil_at = 4 * e - 1;
+                ar.codec().how = how;
+                buf.copy_from(std::span<const float>{in[ri]}, s);
+                try {
+                  ar(buf.data(), buf.data(), count, core::reduce_op::sum, s,
+                     {.algorithm = algorithm});
+                  failed[ri].push_back(0);
+                } catch (const squeeze::format_error& err) {
+                  failed[ri].push_back(1);
+                  EXPECT_NE(std::string{err.what()}.find("corrupted message"), std::string::npos)
+                      << err.what();
+                }
+                if (call == 0) e = ar.codec().encodes;
+                buf.copy_to(std::span<float>{got}, s);
+                s.synchronize();
+                exact[ri].push_back(same_bits(got, want) ? 1 : 0);
+              }
+            });
+        for (int r = 0; r < ranks; ++r) {
+          const auto ri = static_cast<std::size_t>(r);
+          EXPECT_EQ(failed[ri], (std::vector<int>{0, 1, 0, 1, 0})) << "rank " << r;
+          for (int call : {0, 2, 4}) {
+            EXPECT_EQ(exact[ri][static_cast<std::size_t>(call)], 1)
+                << "rank " << r << ", call " << call;
+          }
+        }
+      }
+    }
+  }
+}
+
 // A traced call reports every step (and slice) of its schedule: a message is encoded before
 // it arrives and decoded after, all within the call; untraced calls report nothing.
 TEST(CollTrace, EveryStepAndSliceInOrder) {
@@ -533,7 +628,7 @@ TEST(CollSelector, RanksChooseAlikeAndResultsHold) {
   }
 }
 
-// The choice from a given table: interpolation between rungs, extrapolation above, the
+// The choice from a given table: interpolation between rungs, proportion above, the
 // margin that keeps the native allreduce unless another candidate is clearly faster.
 TEST(CollSelector, ChoosesFromTheTable) {
   SQUEEZE_REQUIRE_GPU();
@@ -551,8 +646,24 @@ TEST(CollSelector, ChoosesFromTheTable) {
   EXPECT_EQ(sel.choose(1u << 20), coll::path::native);    // 1.1 ms against 1.3
   EXPECT_NEAR(sel.predict(coll::path::native, 2u << 20), 2.1, 1e-12);
   EXPECT_EQ(sel.choose(2u << 20), coll::path::ring_compressed);  // 2.1 ms against 1.8
-  EXPECT_NEAR(sel.predict(coll::path::ring_compressed, 64u << 20), 32.8, 1e-9);  // extrapolated
+  // above the ladder: in proportion to the top rung (8.8 ms at 16 MiB), not along the line
+  // through the last two rungs (32.8 ms)
+  EXPECT_NEAR(sel.predict(coll::path::ring_compressed, 64u << 20), 35.2, 1e-9);
+  EXPECT_NEAR(sel.predict(coll::path::native, 64u << 20), 64.4, 1e-9);
   EXPECT_EQ(sel.choose(256u << 20), coll::path::ring_compressed);
+  // codecs 60 % slower than native at 4 MiB and 3 % slower at 16 MiB: the line through
+  // those rungs is flatter than native's and would call them 16 % faster at 512 MiB; in
+  // proportion to the top rung they stay 3 % slower, and native stays
+  {
+    auto steep = ms;
+    for (std::size_t c : {3u, 4u}) {
+      steep[1][c] = steep[1][0] * 1.6;
+      steep[2][c] = steep[2][0] * 1.03;
+    }
+    sel.set_measurements(steep);
+    EXPECT_EQ(sel.choose(512u << 20), coll::path::native);
+    sel.set_measurements(ms);
+  }
   // within the margin: native stays
   for (auto& row : ms) row[3] = row[4] = row[0] * 0.97;
   sel.set_measurements(ms);
@@ -724,17 +835,40 @@ TEST(CollNccl, OneRankCommunicator) {
   ncclCommDestroy(comm);
 }
 
+int device_count() {
+  int devices = 0;
+  SQUEEZE_CUDA_TRY(cudaGetDeviceCount(&devices));
+  return devices;
+}
+
+/// One NCCL communicator per GPU 0 ... ranks - 1, made by one process (ncclCommInitAll).
+class gpu_communicators {
+ public:
+  explicit gpu_communicators(int ranks) : comms_(static_cast<std::size_t>(ranks)) {
+    std::vector<int> list(comms_.size());
+    for (int r = 0; r < ranks; ++r) list[static_cast<std::size_t>(r)] = r;
+    const ncclResult_t made = ncclCommInitAll(comms_.data(), ranks, list.data());
+    if (made != ncclSuccess) {
+      throw std::runtime_error{std::string{"ncclCommInitAll: "} + ncclGetErrorString(made)};
+    }
+  }
+  ~gpu_communicators() {
+    for (auto c : comms_) ncclCommDestroy(c);
+  }
+  gpu_communicators(const gpu_communicators&) = delete;
+  gpu_communicators& operator=(const gpu_communicators&) = delete;
+  [[nodiscard]] ncclComm_t operator[](int r) const { return comms_[static_cast<std::size_t>(r)]; }
+
+ private:
+  std::vector<ncclComm_t> comms_;
+};
+
 // Two or more GPUs: one thread per GPU, the NCCL transport, checked like the local runs.
 TEST(CollNccl, MultiGpu) {
   SQUEEZE_REQUIRE_GPU();
-  int devices = 0;
-  SQUEEZE_CUDA_TRY(cudaGetDeviceCount(&devices));
-  if (devices < 2) GTEST_SKIP() << "one GPU: NCCL allows one rank per GPU";
-  const int ranks = std::min(devices, 8);
-  std::vector<ncclComm_t> comms(static_cast<std::size_t>(ranks));
-  std::vector<int> list(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) list[static_cast<std::size_t>(r)] = r;
-  NCCL_OK(ncclCommInitAll(comms.data(), ranks, list.data()));
+  const int ranks = std::min(device_count(), 8);
+  if (ranks < 2) GTEST_SKIP() << "one GPU: NCCL allows one rank per GPU";
+  const gpu_communicators comms{ranks};
   for (auto algorithm : {coll::algorithm::ring, coll::algorithm::recursive_doubling}) {
     SCOPED_TRACE(coll::name(algorithm));
     const std::size_t count = 1'000'003;
@@ -751,7 +885,7 @@ TEST(CollNccl, MultiGpu) {
         const auto ri = static_cast<std::size_t>(r);
         try {
           SQUEEZE_CUDA_TRY(cudaSetDevice(r));
-          coll::nccl_transport t{comms[ri]};
+          coll::nccl_transport t{comms[r]};
           core::stream s;
           core::device_buffer<float> a{count}, b{count};
           coll::allreducer<coll::nccl_transport, frsz2::wire_codec<16>> ar{t};
@@ -787,7 +921,54 @@ TEST(CollNccl, MultiGpu) {
       EXPECT_LE(worst, bound) << "rank " << r;
     }
   }
-  for (auto c : comms) ncclCommDestroy(c);
+}
+
+// Over NCCL, one GPU per rank: the last rank's first IBP message (in the first call) is
+// corrupted; every rank throws, none hangs (the process ends after 60 s), the second call
+// is exact on every rank.
+TEST(CollNccl, CorruptedMessageFailsEveryRank) {
+  SQUEEZE_REQUIRE_GPU();
+  const int ranks = std::min(device_count(), 8);
+  if (ranks < 2) GTEST_SKIP() << "one GPU: NCCL allows one rank per GPU";
+  const gpu_communicators comms{ranks};
+  const std::size_t count = 300'007;
+  const auto in = make_inputs<float>(ranks, count, data_kind::integers, 79);
+  const auto want = host_reduce(in, core::reduce_op::sum);
+  for (auto algorithm : {coll::algorithm::ring, coll::algorithm::recursive_doubling}) {
+    SCOPED_TRACE(coll::name(algorithm));
+    std::vector<std::vector<int>> failed(static_cast<std::size_t>(ranks));
+    std::vector<int> exact(static_cast<std::size_t>(ranks), 0);
+    test::run_ranks_within(
+        ranks, test::hang_limit(std::chrono::seconds{60}), "CollNccl.CorruptedMessage", [&](int r) {
+          const auto ri = static_cast<std::size_t>(r);
+          SQUEEZE_CUDA_TRY(cudaSetDevice(r));
+          coll::nccl_transport t{comms[r]};
+          core::stream s;
+          core::device_buffer<float> buf{count};
+          coll::allreducer<coll::nccl_transport, spoiling_codec> ar{t};
+          ar.codec().spoil_at = r == ranks - 1 ? 0 : -1;
+          for (int call = 0; call < 2; ++call) {
+            buf.copy_from(std::span<const float>{in[ri]}, s);
+            try {
+              ar(buf.data(), buf.data(), count, core::reduce_op::sum, s, {.algorithm = algorithm});
+              failed[ri].push_back(0);
+            } catch (const squeeze::format_error& err) {
+              failed[ri].push_back(1);
+              EXPECT_NE(std::string{err.what()}.find("corrupted message"), std::string::npos)
+                  << err.what();
+            }
+          }
+          std::vector<float> got(count);
+          buf.copy_to(std::span<float>{got}, s);
+          s.synchronize();
+          exact[ri] = same_bits(got, want) ? 1 : 0;
+        });
+    for (int r = 0; r < ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      EXPECT_EQ(failed[ri], (std::vector<int>{1, 0})) << "rank " << r;
+      EXPECT_EQ(exact[ri], 1) << "rank " << r << ": the call after the failed one";
+    }
+  }
 }
 
 }  // namespace coll_allreduce_test

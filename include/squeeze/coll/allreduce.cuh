@@ -40,6 +40,10 @@
 // recv (codecs with decode_reduce(in, bytes, n, src, dst, op, s), coll::decodes_reduce_from;
 // others copy that slice just before). The other executors copy send into recv first.
 //
+// A codec whose decoders check what they read (checked_codec: ibp::wire_codec) makes every
+// call end with its fault words exchanged: when one rank received a corrupted message, every
+// rank throws format_error (and can call again), none waits for a peer that gave up.
+//
 // trace_next_call() makes the next call record CUDA events at each step's (and slice's)
 // encode, transfer and decode; trace() returns them as step_trace rows, microseconds from
 // the call's start. Untraced calls record nothing.
@@ -58,6 +62,7 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -104,11 +109,15 @@ struct allreduce_options {
   std::size_t gather_bytes = std::size_t{4} << 20;
 };
 
-/// A codec whose decoder reports malformed messages (ibp::wire_codec): check(stream)
-/// synchronizes and throws format_error. The allreducer calls it at the end of each call.
+/// A codec whose decoder reports malformed messages (ibp::wire_codec): take_fault(stream)
+/// synchronizes and returns the first fault recorded since the last call (0: none), which
+/// describe_fault() puts in words. Only the rank whose decoder met a corrupted message can
+/// know of it, so at the end of each call the allreducer sends every rank's word to every
+/// rank (one max_all) and, when any is nonzero, every rank throws format_error.
 template <class C>
-concept checked_codec = requires(C& c, cudaStream_t s) {
-  c.check(s);
+concept checked_codec = requires(C& c, cudaStream_t s, std::uint32_t word) {
+  { c.take_fault(s) } -> std::same_as<std::uint32_t>;
+  { C::describe_fault(word) } -> std::convertible_to<std::string>;
 };
 
 /// The most slices a chunk is cut into (each slice is one group of sends and receives).
@@ -235,8 +244,9 @@ class allreducer {
       SQUEEZE_CUDA_TRY(cudaStreamWaitEvent(stream, side_done_.get()));
       side_used_ = false;
     }
-    // A codec that validates what it decodes (ibp) reports here: the call synchronizes.
-    if constexpr (checked_codec<Codec>) codec_.check(stream);
+    // A codec that validates what it decodes (ibp) reports here, on every rank: the call
+    // synchronizes and costs one max_all more.
+    if constexpr (checked_codec<Codec>) report_faults(stream);
     // A host-progressed transport (MPI) posts the next call's first receive at once, into
     // a slot this call's last kernels may still read: such calls return complete, as
     // MPI_Allreduce does.
@@ -406,8 +416,9 @@ class allreducer {
     step_plan p = schedule_step(c.options.algorithm, rank, n, 0);
     for (int s = 0; s < S; ++s) {
       prepare_slice(c, p, s);
-      if (overlap) ready(0, s).record(c.stream);
+      // the mark first: the transfer, which waits for ready(), then arrives after it
       if (encodes(p)) mark(0, s, encoded, c.stream);
+      if (overlap) ready(0, s).record(c.stream);
     }
     for (int i = 0; i < total; ++i) {
       const step_plan next =
@@ -423,8 +434,8 @@ class allreducer {
         consume_slice(c, p, s);
         if (p.receives()) mark(i, s, consumed, c.stream);
         prepare_slice(c, next, s);
-        if (overlap) ready(i + 1, s).record(c.stream);
         if (i + 1 < total && encodes(next)) mark(i + 1, s, encoded, c.stream);
+        if (overlap) ready(i + 1, s).record(c.stream);
       }
       p = next;
     }
@@ -554,7 +565,7 @@ class allreducer {
   template <class T>
   void prepare_slice(call_state<T>& c, const step_plan& p, int s) {
     if constexpr (!identity) {
-      if (p.send != send_source::local && !p.round_trip) return;
+      if (!encodes(p)) return;
       const int k = p.send == send_source::local ? p.send_chunk : p.round_trip_chunk;
       const std::size_t values = slice_size(c, k, s);
       // A round trip without a send (recursive doubling's post-step) uses the place of the
@@ -665,7 +676,7 @@ class allreducer {
       round_trip_pending = p.round_trip;
     } else if (p.send == send_source::forward) {
       send_bytes = slot_sizes_[static_cast<std::size_t>(out_slot)];  // as it arrived
-    } else if (p.round_trip) {  // keeps its values as every other rank will have them
+    } else if (p.round_trip && !Codec::lossless) {  // keeps its values as the others have them
       slot_sizes_[0] = encode(c, p.round_trip_chunk, slot(0));
       round_trip(c, p.round_trip_chunk, 0);
     }
@@ -741,9 +752,9 @@ class allreducer {
     trace_marks_[trace_used_] = {step, slice, what};
     trace_events_[trace_used_++].record(s);
   }
-  // Whether step p's outgoing message is encoded from local values.
+  // Whether step p encodes local values: for a message, or for a lossy codec's round trip.
   [[nodiscard]] static bool encodes(const step_plan& p) noexcept {
-    return !identity && (p.send == send_source::local || p.round_trip);
+    return !identity && (p.send == send_source::local || (p.round_trip && !Codec::lossless));
   }
 
   template <class T>
@@ -822,6 +833,21 @@ class allreducer {
                              std::to_string(o.gather_bytes) + " (the largest count passed: " +
                              std::to_string(largest) + "); every rank must pass the same"};
     }
+  }
+
+  // Every rank's first decoder fault to every rank: (word << 32 | rank) under max picks the
+  // largest word and, among the ranks that saw it, the highest.
+  void report_faults(cudaStream_t stream) {
+    const std::uint64_t word = codec_.take_fault(stream);
+    std::array<std::uint64_t, 1> worst{
+        word == 0 ? 0 : word << 32 | static_cast<std::uint32_t>(transport_->rank())};
+    transport_->max_all(worst, stream);
+    if (worst[0] == 0) return;
+    const auto found = static_cast<std::uint32_t>(worst[0] >> 32);
+    throw format_error{"coll::allreducer: rank " + std::to_string(worst[0] & 0xFFFFFFFFu) +
+                       " received a corrupted message (codec " + Codec::name() + ", " +
+                       std::string{Codec::describe_fault(found)} +
+                       "); every rank throws this, and recv holds unspecified values"};
   }
 
   Transport* transport_;

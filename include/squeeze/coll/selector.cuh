@@ -7,12 +7,13 @@
 //   sel(d_send, d_recv, count, coll::reduce_op::sum, stream);
 //
 // calibrate() times each candidate at a ladder of message sizes (by default 256 KiB to
-// 64 MiB, x4), median of `repeats` calls after a warm-up, each started by every rank
+// 64 MiB, x4), out of place (what costs squeeze's schedules most: they copy before a raw
+// reduction), median of `repeats` calls after a warm-up, each started by every rank
 // together (a max_all before it; the transport's own allreduce both first and last at each
 // size, the faster kept), and takes the slowest rank's time
 // (max_all), so every rank holds the same table and makes the same choice: a choice that
 // differed between ranks would deadlock. A size between two rungs is predicted by linear
-// interpolation in bytes, above the top rung by extrapolating the last two rungs' line.
+// interpolation in bytes, above the top rung in proportion to the top rung's times.
 // A compressed or squeeze-scheduled candidate wins only when predicted `margin` (5 %)
 // faster than the transport's own allreduce; below the ladder the transport's own
 // allreduce is always used. So on a fast link (NVLink) the selector passes through to
@@ -84,8 +85,8 @@ inline constexpr int path_count = 5;
 struct selector_options {
   /// Message sizes (bytes) timed by calibrate(), ascending.
   std::vector<std::size_t> ladder{256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
-  int warmup = 2;
-  int repeats = 5;
+  int warmup = 3;
+  int repeats = 7;
   /// A candidate other than `native` must be predicted this much faster to be chosen.
   double margin = 0.05;
   /// As allreduce_options::verify: when a call's arguments are checked across the ranks.
@@ -105,8 +106,8 @@ class selector {
   }
 
   /// Times every candidate at every rung (collective: every rank calls it) on synthetic
-  /// values. The calls reduce in place under max, so the data stay the same finite values
-  /// however many calls run. A codec of variable size is not timed and never chosen.
+  /// values, out of place (two buffers of the top rung's size, freed on return). A codec of
+  /// variable size is not timed and never chosen.
   template <class T>
   requires codec_for<Codec, T>
   void calibrate(cudaStream_t stream) {
@@ -168,7 +169,12 @@ class selector {
     SQUEEZE_EXPECTS(calibrated(), "coll::selector::predict: calibrate() first");
     const auto& l = options_.ladder;
     const auto c = static_cast<std::size_t>(p);
-    if (l.size() == 1) return ms_[0][c] * static_cast<double>(bytes) / static_cast<double>(l[0]);
+    // Above the top rung, in proportion to the top rung's time: the candidates keep the
+    // ratios measured there. (A line through the last two rungs would carry their noise,
+    // and the difference of two latencies, to sizes 10x larger.)
+    if (bytes >= l.back()) {
+      return ms_.back()[c] * static_cast<double>(bytes) / static_cast<double>(l.back());
+    }
     std::size_t k = 1;
     while (k + 1 < l.size() && l[k] < bytes) ++k;  // [l[k-1], l[k]] holds bytes, or the top
     const double x0 = static_cast<double>(l[k - 1]), x1 = static_cast<double>(l[k]);
@@ -205,9 +211,12 @@ class selector {
 
   template <class T>
   void calibrate_on(std::span<const T> sample, cudaStream_t stream) {
-    const reduce_op op = reduce_op::max;
-    const std::size_t top = options_.ladder.back() / sizeof(T);
-    core::device_buffer<T> buffer{std::max<std::size_t>(top, 1)};
+    // Out of place, under sum: the values sent stay the same call after call, and the
+    // candidates pay what an out-of-place call costs them (squeeze's raw schedules copy send
+    // to recv first; NCCL does not), so an in-place call is never slower than predicted.
+    const reduce_op op = reduce_op::sum;
+    const std::size_t top = std::max<std::size_t>(options_.ladder.back() / sizeof(T), 1);
+    core::device_buffer<T> buffer{top}, result{top};
     if (sample.empty()) {
       // Not zeros (zeros compress and reduce unlike real data): bytes 0x3F3F... read as
       // floats near 0.75, as doubles near 4.8e-4.
@@ -220,7 +229,6 @@ class selector {
       }
     }
     const bool time_codec = !data_dependent || !sample.empty();
-    // max keeps the sample's zeros zeros and its values finite, call after call
     ms_.assign(options_.ladder.size(), {});
     core::event start, stop;
     std::vector<std::uint64_t> ns(options_.ladder.size() * path_count);
@@ -234,7 +242,7 @@ class selector {
         std::array<std::uint64_t, 1> together{0};
         transport_->max_all(together, stream);
         start.record(stream);
-        run(c, buffer.data(), buffer.data(), count, op, stream, verification::off);
+        run(c, buffer.data(), result.data(), count, op, stream, verification::off);
         stop.record(stream);
         stop.synchronize();
         float ms = 0;

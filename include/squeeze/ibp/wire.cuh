@@ -7,6 +7,7 @@
 //   codec.decode_reduce(wire, bytes, n, dst, op, s);  // dst[i] = op(dst[i], value i)
 //   codec.check(s);                                   // throws format_error if a decode
 //                                                     // since the last check met bad input
+//                                                     // (take_fault(s): the same, as a word)
 //
 // T is float or double. The message is ibp/wire_format.hpp's (rows of 512 B, one codebook,
 // the best of eight thresholds, or the values raw when that would not be shorter), written
@@ -613,17 +614,31 @@ class wire_codec {
   /// Synchronizes s; throws squeeze::format_error if a decode ordered before it on s (since
   /// the last check) met a malformed or truncated message, and clears the record.
   void check(cudaStream_t s) {
-    if (fault_.data() == nullptr) return;
+    if (const std::uint32_t word = take_fault(s); word != 0) {
+      throw format_error{
+          std::string{"ibp::wire_codec: a message decoded since the last check is "} +
+          describe_fault(word) + " (the values it should have written are unspecified)"};
+    }
+  }
+
+  /// As check(), without throwing: synchronizes s and returns the first fault the decodes
+  /// ordered before it on s recorded since the last call (0: none), clearing the record.
+  /// A collective sends the word to every rank (coll::allreducer), so that all of them fail
+  /// when one rank's decoder meets a corrupted message.
+  [[nodiscard]] std::uint32_t take_fault(cudaStream_t s) {
+    if (fault_.data() == nullptr) return 0;
     std::uint32_t word = 0;
     SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&word, fault_.data(), sizeof word, cudaMemcpyDeviceToHost, s));
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(s));
-    if (word == 0) return;
-    SQUEEZE_CUDA_TRY(cudaMemsetAsync(fault_.data(), 0, sizeof word, s));
+    if (word != 0) SQUEEZE_CUDA_TRY(cudaMemsetAsync(fault_.data(), 0, sizeof word, s));
+    return word;
+  }
+
+  /// What a nonzero take_fault() word means, in words ("corrupt data: ...").
+  [[nodiscard]] static std::string describe_fault(std::uint32_t word) {
     const auto f = static_cast<wire_fault>(word >> 8);
     const auto st = static_cast<status>(word & 0xFFu);
-    throw format_error{std::string{"ibp::wire_codec: a message decoded since the last check is "} +
-                       to_string(st) + ": " + to_string(f) +
-                       " (the values it should have written are unspecified)"};
+    return std::string{to_string(st)} + ": " + to_string(f);
   }
 
  private:
