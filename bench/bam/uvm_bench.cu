@@ -405,7 +405,7 @@ run_result run_once(variant_run& v, bool cold) {
   v.reset();
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   run_result r;
-  core::event_timer timer;
+  core::event_timer timer{nullptr};
   const auto start = std::chrono::steady_clock::now();
   timer.start();
   r.rounds = v.run();

@@ -16,7 +16,7 @@ namespace squeeze::bench {
 /// (register the benchmark with UseManualTime). Returns the median in ms.
 template <class Work>
 double time_manual(benchmark::State& bs, Work&& work) {
-  core::event_timer timer;
+  core::event_timer timer{nullptr};  // the default stream, where `work` runs
   for (int i = 0; i < 3; ++i) work();
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   std::vector<double> samples;

@@ -83,13 +83,13 @@ struct state {
     std::normal_distribution<double> normal{0.0, 1.0 / std::sqrt(static_cast<double>(n))};
     for (auto& v : h) v = normal(rng);
     x.copy_from(std::span<const double>{h}, nullptr);
-    f64 = frsz2::array<double>{n};
-    f32 = frsz2::array<float>{n};
-    f16 = frsz2::array<__half>{n};
-    bf16 = frsz2::array<__nv_bfloat16>{n};
-    z16 = frsz2::array<frsz2::format<16>>{n};
-    z21 = frsz2::array<frsz2::format<21>>{n};
-    z32 = frsz2::array<frsz2::format<32>>{n};
+    f64 = frsz2::array<double>{n, nullptr};
+    f32 = frsz2::array<float>{n, nullptr};
+    f16 = frsz2::array<__half>{n, nullptr};
+    bf16 = frsz2::array<__nv_bfloat16>{n, nullptr};
+    z16 = frsz2::array<frsz2::format<16>>{n, nullptr};
+    z21 = frsz2::array<frsz2::format<21>>{n, nullptr};
+    z32 = frsz2::array<frsz2::format<32>>{n, nullptr};
     f64.store(0, x.data(), n, nullptr);
     f32.store(0, x.data(), n, nullptr);
     f16.store(0, x.data(), n, nullptr);
@@ -159,26 +159,27 @@ void register_reads() {
     };
     reg(std::string{"frsz2/read/"} + storage + "/value" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<plain_reader<S>, Flops>(bs, name, plain_reader<S>{get().handle()},
+          read_case<plain_reader<S>, Flops>(bs, name, plain_reader<S>{get().data_handle()},
                                             st.n * sizeof(S));
         });
     reg(std::string{"frsz2/read/"} + storage + "/vector" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<vector_reader<S>, Flops>(bs, name, vector_reader<S>{get().handle()},
+          read_case<vector_reader<S>, Flops>(bs, name, vector_reader<S>{get().data_handle()},
                                              st.n * sizeof(S));
         });
-    reg(std::string{"frsz2/read/"} + storage + "/tile" + f, [get](benchmark::State& bs,
-                                                                  const std::string& name) {
-      read_case<tile_reader<S>, Flops>(bs, name, tile_reader<S>{get().handle()}, st.n * sizeof(S));
-    });
+    reg(std::string{"frsz2/read/"} + storage + "/tile" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<S>, Flops>(bs, name, tile_reader<S>{get().data_handle()},
+                                           st.n * sizeof(S));
+        });
     reg(std::string{"frsz2/read/"} + storage + "/tile8" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<tile_reader<S, 8>, Flops>(bs, name, tile_reader<S, 8>{get().handle()},
+          read_case<tile_reader<S, 8>, Flops>(bs, name, tile_reader<S, 8>{get().data_handle()},
                                               st.n * sizeof(S));
         });
     reg(std::string{"frsz2/read/"} + storage + "/tile8u3" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<tile_reader<S, 8>, Flops, 3>(bs, name, tile_reader<S, 8>{get().handle()},
+          read_case<tile_reader<S, 8>, Flops, 3>(bs, name, tile_reader<S, 8>{get().data_handle()},
                                                  st.n * sizeof(S));
         });
   };
@@ -196,31 +197,33 @@ void register_reads() {
       else
         return st.z32;
     };
-    reg(std::string{"frsz2/read/"} + storage + "/value" + f, [get](benchmark::State& bs,
-                                                                   const std::string& name) {
-      read_case<value_reader<F>, Flops>(bs, name, value_reader<F>{get().handle()}, F::bytes(st.n));
-    });
+    reg(std::string{"frsz2/read/"} + storage + "/value" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<value_reader<F>, Flops>(bs, name, value_reader<F>{get().data_handle()},
+                                            F::bytes(st.n));
+        });
     reg(std::string{"frsz2/read/"} + storage + "/warp" + f,
         [get](benchmark::State& bs, const std::string& name) {
           read_case<warp_reader<F>, Flops>(bs, name, warp_reader<F>{get().ref()}, F::bytes(st.n));
         });
     reg(std::string{"frsz2/read/"} + storage + "/vector" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<vector_reader<F>, Flops>(bs, name, vector_reader<F>{get().handle()},
+          read_case<vector_reader<F>, Flops>(bs, name, vector_reader<F>{get().data_handle()},
                                              F::bytes(st.n));
         });
-    reg(std::string{"frsz2/read/"} + storage + "/tile" + f, [get](benchmark::State& bs,
-                                                                  const std::string& name) {
-      read_case<tile_reader<F>, Flops>(bs, name, tile_reader<F>{get().handle()}, F::bytes(st.n));
-    });
+    reg(std::string{"frsz2/read/"} + storage + "/tile" + f,
+        [get](benchmark::State& bs, const std::string& name) {
+          read_case<tile_reader<F>, Flops>(bs, name, tile_reader<F>{get().data_handle()},
+                                           F::bytes(st.n));
+        });
     reg(std::string{"frsz2/read/"} + storage + "/tile8" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<tile_reader<F, 8>, Flops>(bs, name, tile_reader<F, 8>{get().handle()},
+          read_case<tile_reader<F, 8>, Flops>(bs, name, tile_reader<F, 8>{get().data_handle()},
                                               F::bytes(st.n));
         });
     reg(std::string{"frsz2/read/"} + storage + "/tile8u3" + f,
         [get](benchmark::State& bs, const std::string& name) {
-          read_case<tile_reader<F, 8>, Flops, 3>(bs, name, tile_reader<F, 8>{get().handle()},
+          read_case<tile_reader<F, 8>, Flops, 3>(bs, name, tile_reader<F, 8>{get().data_handle()},
                                                  F::bytes(st.n));
         });
   };

@@ -219,11 +219,11 @@ inline void tour_section(report_table& table, const tour_context& context) {
   const int device = context.device->ordinal;
   core::device_buffer<double> sink{std::size_t{max_read_grid(device)} * threads};
   const core::timing_options timing{.warmup = 3, .repeats = 15};
-  frsz2::array<float> f32{n};
-  frsz2::array<__half> f16{n};
-  frsz2::array<frsz2::format<32>> z32{n};
-  frsz2::array<frsz2::format<16>> z16{n};
-  frsz2::array<frsz2::format<21>> z21{n};
+  frsz2::array<float> f32{n, nullptr};
+  frsz2::array<__half> f16{n, nullptr};
+  frsz2::array<frsz2::format<32>> z32{n, nullptr};
+  frsz2::array<frsz2::format<16>> z16{n, nullptr};
+  frsz2::array<frsz2::format<21>> z21{n, nullptr};
   f32.store(0, x.data(), n, nullptr);
   f16.store(0, x.data(), n, nullptr);
   z32.store(0, x.data(), n, nullptr);
@@ -241,14 +241,14 @@ inline void tour_section(report_table& table, const tour_context& context) {
   // FRSZ2, 4 for plain storage (H200, 2026-11-22: float16 0.127 ms with 4, 0.129 with 8;
   // frsz2_16 0.136 with 8, 0.155 with 4), each kernel on read_grid() blocks.
   double* const out = sink.data();
-  const double t_f32 = time_read(tile_reader<float>{f32.handle()}, n, device, out, timing);
-  const double t_f16 = time_read(tile_reader<__half>{f16.handle()}, n, device, out, timing);
+  const double t_f32 = time_read(tile_reader<float>{f32.data_handle()}, n, device, out, timing);
+  const double t_f16 = time_read(tile_reader<__half>{f16.data_handle()}, n, device, out, timing);
   const double t_z32 =
-      time_read(tile_reader<frsz2::format<32>, 8>{z32.handle()}, n, device, out, timing);
+      time_read(tile_reader<frsz2::format<32>, 8>{z32.data_handle()}, n, device, out, timing);
   const double t_z16 =
-      time_read(tile_reader<frsz2::format<16>, 8>{z16.handle()}, n, device, out, timing);
+      time_read(tile_reader<frsz2::format<16>, 8>{z16.data_handle()}, n, device, out, timing);
   const double t_z21 =
-      time_read(tile_reader<frsz2::format<21>, 8>{z21.handle()}, n, device, out, timing);
+      time_read(tile_reader<frsz2::format<21>, 8>{z21.data_handle()}, n, device, out, timing);
   auto speed = [&](const std::string& what, double t, double t_base, double target) {
     comparison c;
     c.family = "frsz2";

@@ -213,7 +213,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
         reg<T>(name, d, 20, [d, mib](benchmark::State& bs, const std::string& n, F& f) {
           std::optional<roast::gradient_fold> fold;
           roast::gemm_options options;
-          if (mib != 0) options.fold = &fold.emplace(f.maps.at(4), mib << 20);
+          if (mib != 0) options.fold = &fold.emplace(f.maps.at(4), nullptr, mib << 20);
           const auto run = [&] {
             roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch, f.dm.data(),
                                    timing_stream(), options);
@@ -234,7 +234,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
       if (d == 8192) {
         reg<T>(std::string{"roast/fold-only/"} + type + "/4MB/" + size, d, 20,
                [d](benchmark::State& bs, const std::string& n, F& f) {
-                 roast::gradient_fold fold{f.maps.at(4), std::uint64_t{1} << 40};
+                 roast::gradient_fold fold{f.maps.at(4), nullptr, std::uint64_t{1} << 40};
                  roast::gemm_options options;
                  options.fold = &fold;
                  roast::backward_memory(f.x.data(), d, f.dy.data(), d, f.maps.at(4), batch,
@@ -263,7 +263,7 @@ void register_type(const char* type, std::uint64_t max_dim) {
           const T* m = f.memory.at(4).data();
           std::optional<roast::gradient_fold> fold;
           roast::gemm_options options;
-          if (folded) options.fold = &fold.emplace(map);
+          if (folded) options.fold = &fold.emplace(map, nullptr);
           timed(bs, n, [&] {
             roast::forward(f.x.data(), d, m, map, batch, f.y_roast.data(), d, timing_stream());
             roast::backward_input(f.dy.data(), d, m, map, batch, f.dx_roast.data(), d,

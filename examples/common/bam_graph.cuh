@@ -157,7 +157,7 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
     for (int r = 0; r <= o.repeats; ++r) {  // the first run warms up (and fills the cache)
       out.fill_bytes(0xFF, nullptr);
       array.clear(nullptr);
-      core::event_timer timer;
+      core::event_timer timer{nullptr};
       timer.start();
       rounds = algorithm(g, edges, how, out.data());
       timer.stop();

@@ -5,7 +5,10 @@
 
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/array.cuh"
+#include "squeeze/frsz2/basis.cuh"
 #include "squeeze/frsz2/cb_gmres.cuh"
 #include "squeeze/frsz2/compress.cuh"
+#include "squeeze/frsz2/csr.cuh"
 #include "squeeze/frsz2/format.hpp"
+#include "squeeze/frsz2/gmres_control.hpp"
 #include "squeeze/frsz2/wire.cuh"

@@ -102,7 +102,7 @@ void check_format(std::size_t n, std::uint64_t seed) {
       vec.fill_bytes(0xA5, nullptr);
       const auto groups = static_cast<unsigned>((n4 - at) / 4);
       load_vector_kernel<F, 128>
-          <<<core::div_ceil(groups, 128u), 128>>>(v.ref().handle(), at, n4, vec.data());
+          <<<core::div_ceil(groups, 128u), 128>>>(v.ref().data_handle(), at, n4, vec.data());
       SQUEEZE_CHECK_LAUNCH();
       const auto got_vec = download(vec, n);
       for (std::size_t i = at; i < n4; ++i) {
@@ -117,7 +117,7 @@ void check_format(std::size_t n, std::uint64_t seed) {
     core::device_buffer<T> ra{index.size()};
     ra.fill_bytes(0xA5, nullptr);
     random_access_kernel<F, 256><<<core::div_ceil<unsigned>(4096, 256), 256>>>(
-        v.ref().handle(), dindex.data(), index.size(), ra.data());
+        v.ref().data_handle(), dindex.data(), index.size(), ra.data());
     SQUEEZE_CHECK_LAUNCH();
     const auto got_ra = download(ra, index.size());
     for (std::size_t j = 0; j < index.size(); ++j) {
@@ -280,8 +280,8 @@ void check_tile_reads(const std::vector<double>& x) {
       core::device_buffer<double> out{covered};
       out.fill_bytes(0xA5, nullptr);
       const auto warps = static_cast<unsigned>(tiles / tile_batch);
-      tile_batch_kernel<F, V, 128>
-          <<<core::div_ceil(warps * 32u, 128u), 128>>>(v.ref().handle(), tiles, single, out.data());
+      tile_batch_kernel<F, V, 128><<<core::div_ceil(warps * 32u, 128u), 128>>>(
+          v.ref().data_handle(), tiles, single, out.data());
       SQUEEZE_CHECK_LAUNCH();
       const auto got = download(out, covered);
       for (std::size_t i = 0; i < covered; ++i) {
@@ -354,7 +354,7 @@ void check_array(std::size_t n, std::uint64_t seed) {
   SCOPED_TRACE(frsz2::storage_traits<S>::name());
   const auto x = squeeze::test::frsz2_values<double>(n, seed);
   const auto dx = upload(x);
-  frsz2::array<S> a{n};
+  frsz2::array<S> a{n, nullptr};
   a.store(0, dx.data(), n, nullptr);
   core::device_buffer<double> out{n};
   out.fill_bytes(0xA5, nullptr);
@@ -393,7 +393,7 @@ TEST(Frsz2Gpu, ArrayStoresEveryStorage) {
 
 TEST(Frsz2Gpu, ArrayRejectsBadRanges) {
   SQUEEZE_REQUIRE_GPU();
-  frsz2::array<frsz2::format<21>> a{100};
+  frsz2::array<frsz2::format<21>> a{100, nullptr};
   core::device_buffer<double> x{100};
   EXPECT_THROW(a.store(5, x.data(), 10, nullptr), squeeze::invalid_argument);   // not a block start
   EXPECT_THROW(a.store(64, x.data(), 64, nullptr), squeeze::invalid_argument);  // past the end

@@ -55,7 +55,7 @@ result gather_through(const ibp::compressed_set& set, const ibp::codebook& cb,
                       const ibp::compressed_cache_ref& cache,
                       const std::vector<std::int64_t>& indices, std::size_t dst_stride,
                       const ibp::cluster_ref& clusters = {}) {
-  const ibp::device_codebook dcb{cb};
+  const ibp::device_codebook dcb{cb, nullptr};
   const squeeze::test::placed_set placed{source_kind::mapped_host, set};
   core::device_buffer<std::int64_t> idx{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride};

@@ -43,7 +43,7 @@ template <class Policy = ibp::gather_policy>
 gathered run_gather(source_kind kind, const ibp::compressed_set& set, const ibp::codebook& cb,
                     const std::vector<std::int64_t>& indices, std::size_t dst_stride,
                     std::vector<std::uint64_t> offsets) {
-  device_codebook dcb{cb};
+  device_codebook dcb{cb, nullptr};
   const squeeze::test::placed_set placed{kind, set, offsets};
   core::device_buffer<std::int64_t> d_idx{indices.size()};
   core::device_buffer<std::byte> dst{indices.size() * dst_stride};
@@ -343,7 +343,7 @@ std::vector<std::byte> run_user_kernel(Kernel kernel, unsigned blocks,
                                        const ibp::compressed_set& set, const ibp::codebook& cb,
                                        std::size_t rows, status& s) {
   const squeeze::test::source_bytes stored{source_kind::mapped_host, set.data};
-  const device_codebook dcb{cb};
+  const device_codebook dcb{cb, nullptr};
   core::device_buffer<std::uint64_t> offsets{set.offsets.size()};
   core::device_buffer<std::byte> out{rows * cb.tensor_bytes};
   core::device_buffer<status> st{1};

@@ -189,7 +189,7 @@ void check_backward_memory(const gemm_case& c, std::uint64_t seed, std::uint64_t
   std::optional<roast::gradient_fold> fold;
   roast::gemm_options options = c.options;
   if (fold_bytes != 0) {
-    options.fold = &fold.emplace(p.map, fold_bytes);
+    options.fold = &fold.emplace(p.map, nullptr, fold_bytes);
     const auto strips = fold->strips();
     ASSERT_GE(strips, 1u);
     EXPECT_EQ(fold->strip_at(0).k_begin, 0u);
@@ -342,7 +342,7 @@ TEST(RoastGemm, BackwardMemoryDeterministic) {
       squeeze::test::random_values<__nv_bfloat16>(c.batch * c.n, 902, from_f<__nv_bfloat16>);
   auto d_x = upload(x);
   auto d_dy = upload(dy);
-  roast::gradient_fold fold{p.map, 1};  // five strips of one tile row each
+  roast::gradient_fold fold{p.map, nullptr, 1};  // five strips of one tile row each
   ASSERT_EQ(fold.strips(), 5u);
   roast::gemm_options det;
   det.fold = &fold;
@@ -368,16 +368,18 @@ TEST(RoastGemm, RejectsBadArguments) {
   alignas(16) static float m32[16];
   alignas(16) static __nv_bfloat16 m16[16];
   // M of the wrong element size for the mapping's in-tile order.
-  EXPECT_THROW(roast::forward(m32, 256, m32, map, 1, m32, 256), squeeze::invalid_argument);
+  EXPECT_THROW(roast::forward(m32, 256, m32, map, 1, m32, 256, nullptr), squeeze::invalid_argument);
   // Leading dimensions smaller than the rows.
-  EXPECT_THROW(roast::forward(m16, 100, m16, map, 1, m16, 256), squeeze::invalid_argument);
-  EXPECT_THROW(roast::backward_input(m32, 100, m32, map32, 1, m32, 256), squeeze::invalid_argument);
+  EXPECT_THROW(roast::forward(m16, 100, m16, map, 1, m16, 256, nullptr), squeeze::invalid_argument);
+  EXPECT_THROW(roast::backward_input(m32, 100, m32, map32, 1, m32, 256, nullptr),
+               squeeze::invalid_argument);
   // Misaligned M.
-  EXPECT_THROW(roast::forward(m32, 256, m32 + 1, map32, 1, m32, 256), squeeze::invalid_argument);
+  EXPECT_THROW(roast::forward(m32, 256, m32 + 1, map32, 1, m32, 256, nullptr),
+               squeeze::invalid_argument);
   SQUEEZE_REQUIRE_GPU();
   // A fold built for another module.
   const roast::mapping other{roast::module_desc{256, 256, {64, 64}, 1.0f, 99}, 8192, 2};
-  roast::gradient_fold fold{other};
+  roast::gradient_fold fold{other, nullptr};
   roast::gemm_options wrong_fold;
   wrong_fold.fold = &fold;
   EXPECT_THROW(roast::backward_memory(m16, 256, m16, 256, map, 1, m32, nullptr, wrong_fold),

@@ -54,7 +54,7 @@ class event {
 /// Times one region of work on one stream: the device time between start() and stop().
 class event_timer {
  public:
-  explicit event_timer(cudaStream_t stream = nullptr) : stream_{stream} {}
+  explicit event_timer(cudaStream_t stream) : stream_{stream} {}
   void start() { start_.record(stream_); }
   void stop() { stop_.record(stream_); }
   /// Milliseconds between the two events; blocks until the stop event has completed.

@@ -2,10 +2,10 @@
 // float32, float16, bfloat16, FRSZ2), written in bulk from fp64/fp32 values on a stream and
 // read in kernels through frsz2::accessor.
 //
-//   frsz2::array<frsz2::format<21>> basis{n};
+//   frsz2::array<frsz2::format<21>> basis{n, stream};
 //   basis.store(0, x, n, stream);                 // compress x[0..n) (device pointer)
 //   accessor<frsz2::format<21>> acc;               // in a kernel: acc.access(h, i)
-//   auto h = basis.handle();
+//   auto h = basis.data_handle();                  // (basis.ref(): the view, with its size)
 //
 // Writes cover whole blocks: store(first, ...) needs `first` on a block boundary
 // (storage_traits<S>::block_size), and a range ending inside a block rewrites that block's
@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -59,7 +60,7 @@ class array {
   static constexpr int block_size = storage_traits<S>::block_size;
 
   array() = default;
-  explicit array(std::size_t n, cudaStream_t stream = nullptr) : size_{n} {
+  explicit array(std::size_t n, cudaStream_t stream) : size_{n} {
     if constexpr (format_like<S>) {
       payload_ = core::device_buffer<std::uint32_t>{S::payload_words(n), stream};
       exponents_ = core::device_buffer<std::uint16_t>{S::blocks(n), stream};
@@ -77,16 +78,21 @@ class array {
       return values_.bytes();
   }
 
-  /// What kernels pass to accessor<S, T>::access.
-  [[nodiscard]] auto handle() const noexcept {
+  /// The view of the values in device memory: compressed_ref<S> for FRSZ2 (what compress
+  /// and the warp decoders take), std::span<S> for a plain storage.
+  [[nodiscard]] auto ref() const noexcept {
     if constexpr (format_like<S>)
-      return compressed_handle<S>{payload_.data(), exponents_.data(), 0};
+      return compressed_ref<S>{payload_.data(), exponents_.data(), size_};
+    else
+      return std::span<S>{values_.data(), size_};
+  }
+  /// Value 0's data handle for accessor<S, T> (its data_handle_type, as in
+  /// cuda::std::mdspan): access(data_handle(), i) reads value i.
+  [[nodiscard]] auto data_handle() const noexcept {
+    if constexpr (format_like<S>)
+      return ref().data_handle();
     else
       return values_.data();
-  }
-  /// The device view of the compressed vector (FRSZ2 only): compress and warp decode take it.
-  [[nodiscard]] auto ref() const noexcept requires format_like<S> {
-    return compressed_ref<S>{payload_.data(), exponents_.data(), size_};
   }
 
   /// Stores src[0..count) (device memory, fp64 or fp32) as values [first, first + count),

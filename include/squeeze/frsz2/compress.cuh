@@ -43,8 +43,8 @@ struct compressed_ref {
   std::uint32_t* payload = nullptr;    ///< [blocks(size), words_per_block]
   std::uint16_t* exponents = nullptr;  ///< [blocks(size)]
   std::size_t size = 0;                ///< values
-  /// The accessor's handle of value 0.
-  [[nodiscard]] SQUEEZE_HOST_DEVICE compressed_handle<F> handle() const noexcept {
+  /// Value 0's data handle for accessor<F, T> (as array::data_handle()).
+  [[nodiscard]] SQUEEZE_HOST_DEVICE compressed_handle<F> data_handle() const noexcept {
     return {payload, exponents, 0};
   }
 };
@@ -293,7 +293,7 @@ requires(F::block_size <= 32) SQUEEZE_DEVICE typename F::float_type
     const std::size_t blocks_left = first_block < total ? total - first_block : 0;
     const unsigned block = lane / F::block_size;
     if (block >= blocks_left) return typename F::float_type{0};
-    return detail::access_value<F>(v.handle(), tile * 32 + lane);
+    return detail::access_value<F>(v.data_handle(), tile * 32 + lane);
   }
 }
 
@@ -361,7 +361,7 @@ void decompress_kernel(compressed_ref<F> in, std::size_t first,
     }
   }
   const accessor<F, typename F::float_type> acc;
-  const compressed_handle<F> h = in.handle();
+  const compressed_handle<F> h = in.data_handle();
   for (std::size_t i = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x; i < count;
        i += stride) {
     put(i, acc.access(h, first + i));

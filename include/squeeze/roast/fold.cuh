@@ -160,10 +160,11 @@ class gradient_fold {
     std::uint64_t workspace_base;  ///< mapping::workspace_offset of the strip's first value
   };
 
-  /// Synchronous (uploads the sorted lists); build once per module.
-  /// `workspace_bytes`: the workspace holds as many whole tile rows as fit (at least one).
-  explicit gradient_fold(const mapping& map,
-                         std::uint64_t workspace_bytes = default_workspace_bytes)
+  /// Uploads the sorted lists on `stream` and waits for it (the host lists die on return);
+  /// build once per module. `workspace_bytes`: the workspace holds as many whole tile rows as
+  /// fit (at least one).
+  gradient_fold(const mapping& map, cudaStream_t stream,
+                std::uint64_t workspace_bytes = default_workspace_bytes)
       : map_{map},
         units_{map.slots() - 1 + tile_values() / align()},
         rows_per_strip_{std::clamp<std::uint64_t>(
@@ -198,11 +199,12 @@ class gradient_fold {
         first[i * (units_ + 1) + u] = static_cast<std::uint32_t>(e - t0);
       }
     }
-    entries_.copy_from(std::span<const detail::fold_entry>{entries}, nullptr);
-    first_.copy_from(std::span<const std::uint32_t>{first}, nullptr);
+    entries_.copy_from(std::span<const detail::fold_entry>{entries}, stream);
+    first_.copy_from(std::span<const std::uint32_t>{first}, stream);
     // Never read unmasked where unset, but zeroed so no uninitialized memory is ever read.
-    SQUEEZE_CUDA_TRY(cudaMemsetAsync(workspace_.data(), 0, workspace_.size() * sizeof(float)));
-    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(nullptr));  // the host vectors die here
+    SQUEEZE_CUDA_TRY(
+        cudaMemsetAsync(workspace_.data(), 0, workspace_.size() * sizeof(float), stream));
+    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));  // the host vectors die here
   }
 
   [[nodiscard]] const mapping& map() const noexcept { return map_; }

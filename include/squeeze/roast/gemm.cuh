@@ -83,9 +83,9 @@ inline void check_memory(const void* memory, const char* what) {
 /// Y[batch x N] = X[batch x K] . W, W = the module `map` over M (`memory`, |M| elements of
 /// T, in the mapping's layout). X rows are `ldx` elements apart, Y rows `ldy`. Out is float
 /// or T. Asynchronous on `stream`.
-template <detail::operand T, class Out>
+template <operand T, class Out>
 void forward(const T* x, std::uint64_t ldx, const T* memory, const mapping& map,
-             std::uint64_t batch, Out* y, std::uint64_t ldy, cudaStream_t stream = nullptr,
+             std::uint64_t batch, Out* y, std::uint64_t ldy, cudaStream_t stream,
              const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::forward: Y is float or the operand type");
@@ -115,9 +115,9 @@ void forward(const T* x, std::uint64_t ldx, const T* memory, const mapping& map,
 
 /// dX[batch x K] = dY[batch x N] . W^T. Tensor cores for bf16 and fp16 (TF32 wgmma cannot
 /// read W's tiles transposed: fp32 takes the portable kernel).
-template <detail::operand T, class Out>
+template <operand T, class Out>
 void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapping& map,
-                    std::uint64_t batch, Out* dx, std::uint64_t lddx, cudaStream_t stream = nullptr,
+                    std::uint64_t batch, Out* dx, std::uint64_t lddx, cudaStream_t stream,
                     const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::backward_input: dX is float or the operand type");
@@ -156,10 +156,10 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
 /// of M adds them in a fixed order: runs give identical bits, and at large K x N it is
 /// faster than the atomics, whose throughput in L2 limits them.
 /// Tensor cores for bf16 and fp16.
-template <detail::operand T>
+template <operand T>
 void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t lddy,
-                     const mapping& map, std::uint64_t batch, float* dmemory,
-                     cudaStream_t stream = nullptr, const gemm_options& options = {}) {
+                     const mapping& map, std::uint64_t batch, float* dmemory, cudaStream_t stream,
+                     const gemm_options& options = {}) {
   detail::check_call(map, sizeof(T), batch, options, "roast::backward_memory");
   SQUEEZE_EXPECTS(ldx >= map.rows() && lddy >= map.cols(),
                   "roast::backward_memory: ldx must be >= K and lddy >= N");

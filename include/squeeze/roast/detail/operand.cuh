@@ -48,9 +48,11 @@ struct operand_traits<__half> {
   static constexpr int k_step = 16;
 };
 
+}  // namespace detail
+
+/// The element types ROAST's GEMMs take (X, W's memory, dY): float, bf16 and fp16.
 template <class T>
 concept operand =
     std::is_same_v<T, float> || std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>;
 
-}  // namespace detail
 }  // namespace squeeze::roast
