@@ -7,5 +7,6 @@
 #include "squeeze/bam/cache.cuh"
 #include "squeeze/bam/cache_state.hpp"
 #include "squeeze/bam/graph.cuh"
+#include "squeeze/bam/graph_ref.cuh"
 #include "squeeze/bam/io_service.hpp"
 #include "squeeze/bam/queue.hpp"
