@@ -669,6 +669,11 @@ TEST(CollSelector, ChoosesFromTheTable) {
   sel.set_measurements(ms);
   EXPECT_EQ(sel.choose(8u << 20), coll::path::native);
   EXPECT_THROW(sel.set_measurements({}), squeeze::invalid_argument);
+  // one rung: every size in proportion to it, below it too
+  coll::selector<test::local_transport, frsz2::wire_codec<16>> one{t, {}, {.ladder = {4u << 20}}};
+  one.set_measurements({{4.0, 5.0, 5.0, 2.0, 3.0}});
+  EXPECT_NEAR(one.predict(coll::path::ring_compressed, 1u << 20), 0.5, 1e-12);
+  EXPECT_NEAR(one.predict(coll::path::native, 16u << 20), 16.0, 1e-12);
 }
 
 // A codec of variable size (IBP) is chosen only when it was timed on the caller's data: the

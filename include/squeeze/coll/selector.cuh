@@ -169,10 +169,10 @@ class selector {
     SQUEEZE_EXPECTS(calibrated(), "coll::selector::predict: calibrate() first");
     const auto& l = options_.ladder;
     const auto c = static_cast<std::size_t>(p);
-    // Above the top rung, in proportion to the top rung's time: the candidates keep the
+    // Above the top rung (or with one rung), in proportion to its time: the candidates keep the
     // ratios measured there. (A line through the last two rungs would carry their noise,
     // and the difference of two latencies, to sizes 10x larger.)
-    if (bytes >= l.back()) {
+    if (l.size() == 1 || bytes >= l.back()) {
       return ms_.back()[c] * static_cast<double>(bytes) / static_cast<double>(l.back());
     }
     std::size_t k = 1;
