@@ -411,13 +411,16 @@ TYPED_TEST(EveryStorage, ReachesTheTargetLikeTheSimulatedReference) {
 // of 0.19 to 2e+35 here and returned that x (so did the host simulation of that code). Now
 // every storage returns the best x it saw: float64, float32 and frsz2_32 converge, like their
 // simulations; the others stop where the simulation does (float16, bfloat16 and frsz2_16
-// stagnate near 1e-7 .. 3e-5, frsz2_21 converges), within the bound below.
+// stagnate near 1e-7 .. 3e-5, frsz2_21 converges), within the bound below. Under a compute
+// sanitizer one seed runs: the stagnating storages take all 20 000 steps, and the tools slow
+// every launch a hundredfold.
 TYPED_TEST(EveryStorage, BadlyScaledNeverReturnsAWorseX) {
   SQUEEZE_REQUIRE_GPU();
   using Basis = TypeParam;
   constexpr bool exact_enough = std::is_same_v<Basis, double> || std::is_same_v<Basis, float> ||
                                 std::is_same_v<Basis, frsz2::format<32>>;
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+  const std::uint64_t seeds = squeeze::test::under_sanitizer() ? 1 : 4;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     const problem p = make_problem("badly_scaled_30_seed" + std::to_string(seed),
                                    squeeze::test::badly_scaled(30, 4, seed));
     const frsz2::cb_gmres_options o{.restart = 100, .tolerance = 1e-10, .max_iterations = 20000};

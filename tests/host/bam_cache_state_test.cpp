@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
-#include <semaphore>
 #include <set>
 #include <string>
 #include <thread>
@@ -696,6 +695,37 @@ struct stress_config {
   std::uint32_t eviction_rounds = bam::cache_state_ref::default_eviction_rounds;
 };
 
+// Permits to pin, as a counting semaphore. Not std::counting_semaphore: libstdc++'s loses
+// wake-ups when a release races a failed try_acquire (GCC bug 98033), and this test, with
+// far more threads than permits, then hung on a 16-core machine.
+class permits {
+ public:
+  explicit permits(int n) : free_{n} {}
+  void acquire() {
+    std::unique_lock lock{mutex_};
+    freed_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+  }
+  bool try_acquire() {
+    std::lock_guard lock{mutex_};
+    if (free_ == 0) return false;
+    --free_;
+    return true;
+  }
+  void release() {
+    {
+      std::lock_guard lock{mutex_};
+      ++free_;
+    }
+    freed_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int free_;
+};
+
 // A simulated backing and cache. A line is `words` uint64: word 0 is a tag (the line
 // number, written by the fills only), word 1 + t belongs to thread t, which adds 1 to it on
 // every write and keeps the count it expects. So every read is checked exactly, and at the
@@ -969,7 +999,7 @@ class simulation {
   std::vector<std::uint64_t> backing_;                     // [lines][words]
   std::vector<std::uint64_t> slots_;                       // [slots][words]
   std::vector<std::vector<std::uint64_t>> expected_;       // [threads][lines], thread-private
-  std::counting_semaphore<> inside_{config_.max_pinning};  // permits to pin
+  permits inside_{config_.max_pinning};  // permits to pin
   std::atomic<int> read_errors_{0};
   std::string first_error_;
   std::atomic<std::uint64_t> total_writes_{0};
