@@ -28,9 +28,10 @@ trap 'rm -rf "$work"' EXIT
 printf '%-24s %9s %12s\n' header seconds object_bytes
 for h in "${headers[@]}"; do
   printf '#include <%s>\nint main() { return 0; }\n' "$h" > "$work/tu.cu"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   # shellcheck disable=SC2086 # NVCC_FLAGS is a list of options
   "$nvcc" -std=c++20 -O2 -arch="$arch" ${NVCC_FLAGS:-} -Iinclude -c "$work/tu.cu" -o "$work/tu.o"
-  end=$(date +%s.%N)
-  printf '%-24s %9.1f %12d\n' "$h" "$(echo "$end - $start" | bc)" "$(stat -c %s "$work/tu.o")"
+  end=$(date +%s%N)
+  ms=$(((end - start) / 1000000))
+  printf '%-24s %5d.%01d %12d\n' "$h" $((ms / 1000)) $((ms % 1000 / 100)) "$(stat -c %s "$work/tu.o")"
 done

@@ -26,6 +26,7 @@
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/device.hpp>
+#include <squeeze/core/launch.hpp>
 #include <squeeze/io/graph.hpp>
 
 #include <fcntl.h>
@@ -86,11 +87,11 @@ struct fixture {
         cudaMemcpy(device.data(), host.data(), elements * sizeof(float), cudaMemcpyHostToDevice));
     const std::uint64_t all = elements * sizeof(float) / line_bytes;
     resident = std::make_unique<bam::array<float, bam::cached_host_memory>>(
-        host, bam::cache_options{line_bytes, all});
+        host, bam::cache_options{line_bytes, all}, bench_stream);
     naive = std::make_unique<bam::array<float, bam::cached_host_memory, bam::uncoalesced_policy>>(
-        host, bam::cache_options{line_bytes, all});
+        host, bam::cache_options{line_bytes, all}, bench_stream);
     small = std::make_unique<bam::array<float, bam::cached_host_memory>>(
-        host, bam::cache_options{line_bytes, (64u << 20) / line_bytes});
+        host, bam::cache_options{line_bytes, (64u << 20) / line_bytes}, bench_stream);
     {
       std::ofstream out{path, std::ios::binary | std::ios::trunc};
       out.write(reinterpret_cast<const char*>(host.data()),
@@ -98,13 +99,14 @@ struct fixture {
       if (!out) throw std::runtime_error{"cannot write " + path};
     }
     bam::io_service_config config;
-    config.queues = static_cast<std::uint32_t>(core::current_sm_count());
+    config.queues = static_cast<std::uint32_t>(core::sm_count());
     config.depth = 64;
     config.line_bytes = line_bytes;
     config.threads = file_threads;
-    service = std::make_unique<bam::io_service>(path, config);
+    service = std::make_unique<bam::io_service>(path, config, bench_stream);
     file = std::make_unique<bam::array<float, bam::cached_file>>(
-        *service, 0, elements, bam::cache_options{line_bytes, (64u << 20) / line_bytes});
+        *service, 0, elements, bam::cache_options{line_bytes, (64u << 20) / line_bytes},
+        bench_stream);
   }
   ~fixture() { std::remove(path.c_str()); }
 };
@@ -160,11 +162,12 @@ struct graph_case {
     fvl_1k = core::device_buffer<std::uint32_t>{lines(1024)};
     fvl_4k = core::device_buffer<std::uint32_t>{lines(4096)};
     const auto n = static_cast<std::uint32_t>(g.num_vertices());
-    bam::first_vertex_list(offsets.data(), n, m, 256, fvl_1k.data(), nullptr);
-    bam::first_vertex_list(offsets.data(), n, m, 1024, fvl_4k.data(), nullptr);
-    direct = std::make_unique<bam::array<std::uint32_t, bam::mapped_host_memory>>(neighbors);
+    bam::first_vertex_list(offsets.data(), n, m, 256, fvl_1k.data(), bench_stream);
+    bam::first_vertex_list(offsets.data(), n, m, 1024, fvl_4k.data(), bench_stream);
+    direct = std::make_unique<bam::array<std::uint32_t, bam::mapped_host_memory>>(neighbors,
+                                                                                  bench_stream);
     cached = std::make_unique<bam::array<std::uint32_t, bam::cached_host_memory>>(
-        neighbors, bam::cache_options{1024, lines(1024) / 100});
+        neighbors, bam::cache_options{1024, lines(1024) / 100}, bench_stream);
     path = "/tmp/squeeze_bench_bam_" + kind + ".bin";
     {
       std::ofstream file_out{path, std::ios::binary | std::ios::trunc};
@@ -173,12 +176,12 @@ struct graph_case {
       if (!file_out) throw std::runtime_error{"cannot write " + path};
     }
     bam::io_service_config config;
-    config.queues = static_cast<std::uint32_t>(core::current_sm_count());
+    config.queues = static_cast<std::uint32_t>(core::sm_count());
     config.line_bytes = 4096;
     config.threads = file_threads;
-    service = std::make_unique<bam::io_service>(path, config);
+    service = std::make_unique<bam::io_service>(path, config, bench_stream);
     file = std::make_unique<bam::array<std::uint32_t, bam::cached_file>>(
-        *service, 0, m, bam::cache_options{4096, lines(4096) / 100});
+        *service, 0, m, bam::cache_options{4096, lines(4096) / 100}, bench_stream);
     std::printf("graph %s scale %d: %llu vertices, %llu edge entries, source %u\n", kind.c_str(),
                 graph_scale, static_cast<unsigned long long>(g.num_vertices()),
                 static_cast<unsigned long long>(m), source);
@@ -206,11 +209,11 @@ void reg_graph(const std::string& kind, bool bfs, const std::string& variant) {
           const bam::graph_ref<typename std::remove_reference_t<decltype(array)>::ref_type> ref{
               c.offsets.data(), array.ref(), n, fvl};
           return [&, ref, how] {
-            array.clear(nullptr);
+            array.clear(bench_stream);
             if (bfs) {
-              bam::bfs(ref, c.g.num_edges(), c.source, how, c.out.data(), nullptr);
+              bam::bfs(ref, c.g.num_edges(), c.source, how, c.out.data(), bench_stream);
             } else {
-              bam::connected_components(ref, c.g.num_edges(), how, c.out.data(), nullptr);
+              bam::connected_components(ref, c.g.num_edges(), how, c.out.data(), bench_stream);
             }
           };
         };
@@ -218,16 +221,16 @@ void reg_graph(const std::string& kind, bool bfs, const std::string& variant) {
         std::function<void()> check;
         if (variant == "direct") {
           run = go(*c.direct, nullptr, bam::traversal::vertex);
-          check = [&] { c.direct->check(); };
+          check = [&] { c.direct->check(bench_stream); };
         } else if (variant == "odt-file") {
           run = go(*c.file, c.fvl_4k.data(), bam::traversal::odt);
-          check = [&] { c.file->check(); };
+          check = [&] { c.file->check(bench_stream); };
         } else {
           const auto how = variant == "vertex"       ? bam::traversal::vertex
                            : variant == "line-aware" ? bam::traversal::line_aware
                                                      : bam::traversal::odt;
           run = go(*c.cached, c.fvl_1k.data(), how);
-          check = [&] { c.cached->check(); };
+          check = [&] { c.cached->check(bench_stream); };
         }
         c.out.fill_bytes(0xFF, nullptr);
         run();
@@ -316,7 +319,7 @@ void register_all() {
   reg(
       "file/bam-line-aware",
       [](double* s) { line_aware_kernel<<<blocks(), 256>>>(the_fixture().file->ref(), s); },
-      [] { the_fixture().file->clear(nullptr); });
+      [] { the_fixture().file->clear(bench_stream); });
   // The baseline: file_threads host threads pread the file in line-sized blocks.
   benchmark::RegisterBenchmark(
       "file/pread-threads",
@@ -361,7 +364,7 @@ void register_all() {
   reg(
       "miss/line-aware",
       [](double* s) { line_aware_kernel<<<blocks(), 256>>>(the_fixture().small->ref(), s); },
-      [] { the_fixture().small->clear(nullptr); });
+      [] { the_fixture().small->clear(bench_stream); });
 }
 
 }  // namespace bam_bench

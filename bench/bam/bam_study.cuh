@@ -7,6 +7,7 @@
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/device.hpp>
+#include <squeeze/core/launch.hpp>
 #include <squeeze/core/timer.hpp>
 #include <squeeze/io/graph.hpp>
 
@@ -29,6 +30,10 @@ using squeeze::bench::comparison;
 using squeeze::bench::report_table;
 using squeeze::bench::tour_context;
 using squeeze::bench::verification_error;
+
+/// The stream the bam benches and the tour section order their arrays, caches, I/O services
+/// and checks on: the legacy default stream, where their kernels, copies and timers run.
+inline constexpr cudaStream_t bench_stream = nullptr;
 
 // Thread per element (grid-stride): each warp reads 128 consecutive bytes per step.
 template <class Ref>
@@ -81,7 +86,7 @@ void plain_kernel(const float4* data, std::uint64_t n4, double* sum) {
 }
 
 inline unsigned blocks() {
-  return static_cast<unsigned>(core::current_sm_count()) * 8;
+  return static_cast<unsigned>(core::per_sm(8));
 }
 
 /// Sum of a pass launched by `launch(sum)`.
@@ -131,8 +136,9 @@ inline void tour_section(report_table& table, const tour_context& context) {
   SQUEEZE_CUDA_TRY(
       cudaMemcpy(device.data(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   core::device_buffer<double> sum{1};
-  bam::array<float, bam::cached_host_memory> resident{host, {line, n * sizeof(float) / line}};
-  bam::array<float, bam::cached_host_memory> small{host, {line, (16u << 20) / line}};
+  bam::array<float, bam::cached_host_memory> resident{
+      host, {line, n * sizeof(float) / line}, bench_stream};
+  bam::array<float, bam::cached_host_memory> small{host, {line, (16u << 20) / line}, bench_stream};
   const auto check = [&](const std::string& what, double got) {
     if (!(std::fabs(got - expected) <= 1e-6 * expected)) {
       throw verification_error{"bam " + what + ": sum " + std::to_string(got) + ", expected " +
@@ -141,7 +147,7 @@ inline void tour_section(report_table& table, const tour_context& context) {
   };
   const auto hits = [&](double* s) { line_aware_kernel<<<blocks(), 256>>>(resident.ref(), s); };
   const auto misses = [&](double* s) {
-    small.clear(nullptr);
+    small.clear(bench_stream);
     line_aware_kernel<<<blocks(), 256>>>(small.ref(), s);
   };
   const auto zero_copy = [&](double* s) {
@@ -179,18 +185,19 @@ inline void tour_section(report_table& table, const tour_context& context) {
   core::device_buffer<std::uint32_t> fvl{lines}, depth{g.num_vertices()};
   const auto vertices = static_cast<std::uint32_t>(g.num_vertices());
   bam::first_vertex_list(offsets.data(), vertices, g.num_edges(), graph_line / 4, fvl.data(),
-                         nullptr);
-  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
-  bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {graph_line, lines / 100}};
+                         bench_stream);
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors, bench_stream};
+  bam::array<std::uint32_t, bam::cached_host_memory> cached{
+      neighbors, {graph_line, lines / 100}, bench_stream};
   const auto time_bfs = [&](auto& array, bam::traversal how) {
     const bam::graph_ref<typename std::remove_reference_t<decltype(array)>::ref_type> ref{
         offsets.data(), array.ref(), vertices, fvl.data()};
     const auto run = [&] {
-      array.clear(nullptr);
-      bam::bfs(ref, g.num_edges(), source, how, depth.data(), nullptr);
+      array.clear(bench_stream);
+      bam::bfs(ref, g.num_edges(), source, how, depth.data(), bench_stream);
     };
     run();
-    array.check();
+    array.check(bench_stream);
     std::vector<std::uint32_t> got(vertices);
     depth.copy_to(std::span<std::uint32_t>{got}, nullptr);
     SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());

@@ -111,6 +111,7 @@
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/device.hpp>
+#include <squeeze/core/launch.hpp>
 #include <squeeze/core/timer.hpp>
 #include <squeeze/io/graph.hpp>
 
@@ -147,6 +148,10 @@ namespace io = squeeze::io;
 namespace uvm_bench {
 
 using namespace bam_uvm;
+
+/// The stream the bam arrays are built, cleared and checked on: the legacy default stream,
+/// where this bench's kernels, copies and timers run.
+constexpr cudaStream_t bench_stream = nullptr;
 
 struct usage_error {
   std::string message;
@@ -358,11 +363,11 @@ const record* find_record(std::string_view kernel, std::string_view graph, std::
 
 // ---- one variant: setup, verify, cold runs, warm runs -----------------------------------
 
-/// The error a kernel reported through `array` (its check()), or "" when none.
+/// The error a kernel reported through `array` (its check), or "" when none.
 template <class Array>
 std::string reported_error(Array& array) {
   try {
-    array.check();
+    array.check(bench_stream);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -677,7 +682,7 @@ struct managed_data {
     parallel_for(host.size(), [&](std::uint64_t begin, std::uint64_t end) {
       std::memcpy(dst + begin, host.data() + begin, (end - begin) * sizeof(T));
     });
-    array = std::make_unique<bam::array<T, bam::device_memory>>(dst, host.size());
+    array = std::make_unique<bam::array<T, bam::device_memory>>(dst, host.size(), bench_stream);
   }
 };
 
@@ -709,7 +714,7 @@ variant_run uvm_variant(const options& o, managed_data<T>& m, uvm_mode mode, int
 // ---- random reads ----------------------------------------------------------------------------
 
 unsigned grid_blocks() {
-  return static_cast<unsigned>(core::current_sm_count()) * 8;
+  return static_cast<unsigned>(core::per_sm(8));
 }
 
 /// rand4 (T = std::uint32_t) or row512 (T = uint4) over --random-mib MiB of words.
@@ -764,17 +769,19 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
 
   // The squeeze side.
   const std::uint64_t lines = (bytes + o.random_line - 1) / o.random_line;
-  bam::array<T, bam::mapped_host_memory> direct{host};
+  bam::array<T, bam::mapped_host_memory> direct{host, bench_stream};
   std::unique_ptr<bam::array<T, bam::cached_host_memory>> cached[2];
   const double percents[2] = {1.0, 10.0};
   const char* names[2] = {"bam-1pct", "bam-10pct"};
   for (int c = 0; c < 2; ++c) {
     if (!o.variant(names[c])) continue;
     cached[c] = std::make_unique<bam::array<T, bam::cached_host_memory>>(
-        host, bam::cache_options{o.random_line,
-                                 std::max<std::uint64_t>(
-                                     16, static_cast<std::uint64_t>(static_cast<double>(lines) *
-                                                                    percents[c] / 100.0))});
+        host,
+        bam::cache_options{
+            o.random_line,
+            std::max<std::uint64_t>(
+                16, static_cast<std::uint64_t>(static_cast<double>(lines) * percents[c] / 100.0))},
+        bench_stream);
   }
   // The UVM side: its memory last, after the guard.
   managed_data<T> managed{o, std::span<const T>{host.data(), elements}, {{kernel, "none"}}};
@@ -801,7 +808,7 @@ void random_case(const options& o, const std::string& kernel, int device, bool c
     v.base.cache_bytes = cached[c]->cache_used()->options().slots * o.random_line;
     v.base.line_bytes = o.random_line;
     auto& array = *cached[c];
-    v.make_cold = [&] { array.clear(nullptr); };
+    v.make_cold = [&] { array.clear(bench_stream); };
     v.reset = reset;
     v.run = [&] { return launch(array.ref()); };
     v.check = checker(array);
@@ -885,13 +892,13 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
   core::device_buffer<std::uint32_t> out{n};
   const std::uint64_t lines = (m * 4 + o.graph_line - 1) / o.graph_line;
   core::device_buffer<std::uint32_t> fvl{std::max<std::uint64_t>(lines, 1)};
-  bam::first_vertex_list(offsets.data(), n, m, o.graph_line / 4, fvl.data(), nullptr);
+  bam::first_vertex_list(offsets.data(), n, m, o.graph_line / 4, fvl.data(), bench_stream);
   core::pinned_buffer<std::uint32_t> neighbors{std::max<std::uint64_t>(m, 1),
                                                core::host_memory::mapped};
   parallel_for(m, [&](std::uint64_t begin, std::uint64_t end) {
     std::memcpy(neighbors.data() + begin, g.neighbors.data() + begin, (end - begin) * 4);
   });
-  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
+  bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors, bench_stream};
   std::unique_ptr<bam::array<std::uint32_t, bam::cached_host_memory>> cached[2];
   const double percents[2] = {1.0, 10.0};
   const char* names[2] = {"bam-1pct", "bam-10pct"};
@@ -900,7 +907,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
     const auto slots = std::max<std::uint64_t>(
         16, static_cast<std::uint64_t>(static_cast<double>(lines) * percents[c] / 100.0));
     cached[c] = std::make_unique<bam::array<std::uint32_t, bam::cached_host_memory>>(
-        neighbors, bam::cache_options{o.graph_line, slots});
+        neighbors, bam::cache_options{o.graph_line, slots}, bench_stream);
   }
   std::vector<std::pair<std::string, std::string>> uvm_kernels;
   for (const char* k : {"bfs", "cc"}) {
@@ -924,8 +931,8 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
     // run(array ref, traversal): one whole BFS / CC; returns levels / rounds.
     const auto algorithm = [&, bfs](auto ref, bam::traversal how) -> std::uint32_t {
       const bam::graph_ref<decltype(ref)> gr{offsets.data(), ref, n, fvl.data()};
-      return bfs ? bam::bfs(gr, m, d.source, how, out.data(), nullptr)
-                 : bam::connected_components(gr, m, how, out.data(), nullptr);
+      return bfs ? bam::bfs(gr, m, d.source, how, out.data(), bench_stream)
+                 : bam::connected_components(gr, m, how, out.data(), bench_stream);
     };
     const auto reset = [&] { out.fill_bytes(0xFF, nullptr); };
     const auto checker = [&](auto& array) {
@@ -972,7 +979,7 @@ void graph_case(const options& o, const std::string& kind, int device, bool conc
         v.base.line_bytes = o.graph_line;
         auto& array = *cached[c];
         const bam::traversal how = traversal_of(t);
-        v.make_cold = [&] { array.clear(nullptr); };
+        v.make_cold = [&] { array.clear(bench_stream); };
         v.reset = reset;
         v.run = [&, how] { return algorithm(array.ref(), how); };
         v.check = checker(array);

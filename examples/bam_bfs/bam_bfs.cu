@@ -35,9 +35,8 @@ int main(int argc, char** argv) {
     const auto reference = io::bfs_reference(g, source);
     return run_every_traversal(
         "bfs", g, o, reference,
-        [&](const auto& ref, std::uint64_t edges, bam::traversal how, std::uint32_t* depth) {
-          return bam::bfs(ref, edges, source, how, depth, nullptr);
-        });
+        [&](const auto& ref, std::uint64_t edges, bam::traversal how, std::uint32_t* depth,
+            cudaStream_t stream) { return bam::bfs(ref, edges, source, how, depth, stream); });
   } catch (const usage_error& e) {
     std::fprintf(stderr, "bam_bfs: %s\nusage: bam_bfs [options] [--source V]\n%s",
                  e.message.c_str(), graph_usage());

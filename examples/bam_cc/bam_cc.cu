@@ -20,11 +20,11 @@ int main(int argc, char** argv) {
     const auto reference = io::cc_reference(g);
     std::printf("%llu components\n",
                 static_cast<unsigned long long>(io::count_components(reference)));
-    return run_every_traversal(
-        "cc ", g, o, reference,
-        [](const auto& ref, std::uint64_t edges, bam::traversal how, std::uint32_t* label) {
-          return bam::connected_components(ref, edges, how, label, nullptr);
-        });
+    return run_every_traversal("cc ", g, o, reference,
+                               [](const auto& ref, std::uint64_t edges, bam::traversal how,
+                                  std::uint32_t* label, cudaStream_t stream) {
+                                 return bam::connected_components(ref, edges, how, label, stream);
+                               });
   } catch (const usage_error& e) {
     std::fprintf(stderr, "bam_cc: %s\nusage: bam_cc [options]\n%s", e.message.c_str(),
                  graph_usage());

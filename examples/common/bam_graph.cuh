@@ -17,6 +17,7 @@
 #include <squeeze/bam/io_service.hpp>
 #include <squeeze/core/buffer.hpp>
 #include <squeeze/core/cuda_error.hpp>
+#include <squeeze/core/launch.hpp>
 #include <squeeze/core/timer.hpp>
 #include <squeeze/io/graph.hpp>
 
@@ -123,16 +124,17 @@ inline io::graph load_graph(const graph_options& o) {
   return g;
 }
 
-/// Runs `algorithm(graph_ref, traversal, out)` for the direct zero-copy baseline and the
-/// three cached traversals; checks every result against `reference`; prints median times.
-/// Returns 0 when every result matched, 1 otherwise.
+/// Runs `algorithm(graph_ref, edges, traversal, out, stream)` for the direct zero-copy
+/// baseline and the three cached traversals, all on one stream; checks every result against
+/// `reference`; prints median times. Returns 0 when every result matched, 1 otherwise.
 template <class Algorithm>
 int run_every_traversal(const char* name, const io::graph& host, const graph_options& o,
                         const std::vector<std::uint32_t>& reference, Algorithm&& algorithm) {
   const auto vertices = static_cast<std::uint32_t>(host.num_vertices());
   const std::uint64_t edges = host.num_edges();
+  core::stream stream;
   core::device_buffer<std::uint64_t> offsets{host.row_offsets.size()};
-  offsets.copy_from(std::span<const std::uint64_t>{host.row_offsets}, nullptr);
+  offsets.copy_from(std::span<const std::uint64_t>{host.row_offsets}, stream);
   core::pinned_buffer<std::uint32_t> neighbors{std::max<std::uint64_t>(edges, 1),
                                                core::host_memory::mapped};
   std::memcpy(neighbors.data(), host.neighbors.data(), edges * sizeof(std::uint32_t));
@@ -142,7 +144,7 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
   const auto slots = std::max<std::uint64_t>(
       16, static_cast<std::uint64_t>(static_cast<double>(lines) * o.cache_percent / 100.0));
   core::device_buffer<std::uint32_t> fvl{std::max<std::uint64_t>(lines, 1)};
-  bam::first_vertex_list(offsets.data(), vertices, edges, o.line / 4, fvl.data(), nullptr);
+  bam::first_vertex_list(offsets.data(), vertices, edges, o.line / 4, fvl.data(), stream);
   std::printf("cache: %llu lines of %u B = %.1f MB (%.2f %% of the edge list)\n",
               static_cast<unsigned long long>(slots), o.line, slots * o.line / 1e6,
               100.0 * static_cast<double>(slots) / static_cast<double>(lines));
@@ -155,18 +157,18 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
     std::vector<double> times;
     std::uint32_t rounds = 0;
     for (int r = 0; r <= o.repeats; ++r) {  // the first run warms up (and fills the cache)
-      out.fill_bytes(0xFF, nullptr);
-      array.clear(nullptr);
-      core::event_timer timer{nullptr};
+      out.fill_bytes(0xFF, stream);
+      array.clear(stream);
+      core::event_timer timer{stream};
       timer.start();
-      rounds = algorithm(g, edges, how, out.data());
+      rounds = algorithm(g, edges, how, out.data(), stream.get());
       timer.stop();
       if (r > 0) times.push_back(timer.elapsed_ms());
     }
-    array.check();
+    array.check(stream);
     std::vector<std::uint32_t> got(vertices);
-    out.copy_to(std::span<std::uint32_t>{got}, nullptr);
-    SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
+    out.copy_to(std::span<std::uint32_t>{got}, stream);
+    stream.synchronize();
     const bool ok = got == reference;
     failures += ok ? 0 : 1;
     const double ms = core::summarize(times).median_ms;
@@ -175,10 +177,10 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
                 ms / direct_ms, ok ? "matches the host" : "DIFFERS FROM THE HOST");
   };
   {
-    bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors};
+    bam::array<std::uint32_t, bam::mapped_host_memory> direct{neighbors, stream};
     run("direct zero-copy (EMOGI)", direct, bam::traversal::vertex);
   }
-  bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {o.line, slots}};
+  bam::array<std::uint32_t, bam::cached_host_memory> cached{neighbors, {o.line, slots}, stream};
   run("bam vertex-centric", cached, bam::traversal::vertex);
   run("bam cache-line-aware", cached, bam::traversal::line_aware);
   run("bam ODT", cached, bam::traversal::odt);
@@ -192,11 +194,11 @@ int run_every_traversal(const char* name, const io::graph& host, const graph_opt
       if (!out) throw std::runtime_error{"cannot write " + o.file};
     }
     bam::io_service_config config;
-    config.queues = static_cast<std::uint32_t>(core::current_sm_count());
+    config.queues = static_cast<std::uint32_t>(core::sm_count());
     config.line_bytes = o.line;
     config.threads = 16;
-    bam::io_service service{o.file, config};
-    bam::array<std::uint32_t, bam::cached_file> in_file{service, 0, edges, {o.line, slots}};
+    bam::io_service service{o.file, config, stream};
+    bam::array<std::uint32_t, bam::cached_file> in_file{service, 0, edges, {o.line, slots}, stream};
     run("bam ODT, file-backed", in_file, bam::traversal::odt);
     service.check();
     std::remove(o.file.c_str());

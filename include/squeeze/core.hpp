@@ -10,5 +10,6 @@
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/core/status.hpp"
 #include "squeeze/core/timer.hpp"

@@ -11,4 +11,5 @@
 #include "squeeze/frsz2/csr.cuh"
 #include "squeeze/frsz2/format.hpp"
 #include "squeeze/frsz2/gmres_control.hpp"
+#include "squeeze/frsz2/warp_codec.cuh"
 #include "squeeze/frsz2/wire.cuh"

@@ -7,3 +7,4 @@
 #include "squeeze/xfer/copy.cuh"
 #include "squeeze/xfer/gather.cuh"
 #include "squeeze/xfer/mapped_memory.hpp"
+#include "squeeze/xfer/warp_gather.cuh"

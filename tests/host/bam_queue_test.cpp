@@ -22,6 +22,7 @@
 
 #include "squeeze/bam/io_service.hpp"
 #include "squeeze/bam/queue.hpp"
+#include "squeeze/core/buffer.hpp"
 
 namespace {
 
@@ -95,6 +96,9 @@ std::vector<std::byte> pattern(std::size_t bytes) {
   for (std::size_t i = 0; i < bytes; ++i) v[i] = pattern_byte(i);
   return v;
 }
+
+// queue_memory::host touches no GPU: the stream io_service's constructor takes is not used.
+constexpr cudaStream_t no_gpu_stream = nullptr;
 
 io_service_config host_config(std::uint32_t queues, std::uint32_t depth, std::uint32_t line,
                               std::uint32_t threads) {
@@ -463,7 +467,7 @@ TEST(BamIoService, ConcurrentRandomReadsEveryByteChecked) {
   constexpr std::uint32_t threads = 16;
   constexpr std::uint32_t per_thread = 1500;
   const temp_file file{pattern(file_bytes)};
-  io_service io{file.path(), host_config(4, 4, line, 2)};
+  io_service io{file.path(), host_config(4, 4, line, 2), no_gpu_stream};
   EXPECT_EQ(io.file_bytes(), file_bytes);
   const squeeze::bam::queue_set_ref set = io.queues();
   ASSERT_EQ(set.size(), 4u);
@@ -542,7 +546,7 @@ TEST(BamIoService, WritesThenReadsBack) {
   };
   failure_log failures;
   {
-    io_service io{file.path(), config};
+    io_service io{file.path(), config, no_gpu_stream};
     std::vector<std::thread> workers;
     for (std::uint32_t j = 0; j < threads; ++j) {
       workers.emplace_back([&, j] {
@@ -588,7 +592,7 @@ TEST(BamIoService, WritesThenReadsBack) {
 TEST(BamIoService, ShortReadPastEndIsAnIoErrorAndTheQueueKeepsWorking) {
   constexpr std::size_t file_bytes = 1000;
   const temp_file file{pattern(file_bytes)};
-  io_service io{file.path(), host_config(1, 2, 512, 1)};
+  io_service io{file.path(), host_config(1, 2, 512, 1), no_gpu_stream};
   const queue_ref q = io.queue(0);
 
   std::uint64_t t = q.submit(io_request{io_op::read, 512, 512, 1});
@@ -639,7 +643,7 @@ TEST(BamIoService, InjectedFaultsEintrIsRetriedEioIsReported) {
     if (r.offset == 2048 && interrupted.fetch_add(1) < 2) return EINTR;
     return 0;
   };
-  io_service io{file.path(), config};
+  io_service io{file.path(), config, no_gpu_stream};
 
   const queue_ref q0 = io.queue(0);
   std::uint64_t t = q0.submit(io_request{io_op::read, 512, 1024, 7});
@@ -664,7 +668,7 @@ TEST(BamIoService, InjectedFaultsEintrIsRetriedEioIsReported) {
 
 TEST(BamIoService, MalformedRequestsCompleteWithInvalidArgument) {
   const temp_file file{pattern(4096)};
-  io_service io{file.path(), host_config(1, 4, 512, 1)};
+  io_service io{file.path(), host_config(1, 4, 512, 1), no_gpu_stream};
   const queue_ref q = io.queue(0);
 
   std::uint64_t t = q.submit(io_request{io_op::read, 513, 0, 1});  // longer than a line
@@ -696,7 +700,7 @@ TEST(BamIoService, MalformedRequestsCompleteWithInvalidArgument) {
 // them in one batch.
 TEST(BamIoService, DoorbellBatching) {
   const temp_file file{pattern(64 * 100)};
-  io_service io{file.path(), host_config(1, 8, 64, 1)};
+  io_service io{file.path(), host_config(1, 8, 64, 1), no_gpu_stream};
   const queue_ref q = io.queue(0);
   std::vector<std::uint64_t> tickets;
   for (int i = 0; i < 8; ++i) tickets.push_back(q.reserve());
@@ -721,20 +725,21 @@ TEST(BamIoService, DoorbellBatching) {
 TEST(BamIoService, MissingFileThrowsIoErrorNamingThePath) {
   const std::string path = "/tmp/squeeze_bam_no_such_file_" + std::to_string(::getpid());
   try {
-    io_service io{path, host_config(1, 1, 64, 1)};
+    io_service io{path, host_config(1, 1, 64, 1), no_gpu_stream};
     ADD_FAILURE() << "opened a missing file";
   } catch (const squeeze::io_error& e) {
     EXPECT_NE(e.message().find(path), std::string::npos) << e.what();
     EXPECT_NE(e.message().find(std::strerror(ENOENT)), std::string::npos) << e.what();
   }
-  EXPECT_THROW((io_service{"/tmp", host_config(1, 1, 64, 1)}), squeeze::io_error);  // a directory
+  EXPECT_THROW((io_service{"/tmp", host_config(1, 1, 64, 1), no_gpu_stream}),
+               squeeze::io_error);  // a directory
 }
 
 TEST(BamIoService, BadConfigurationThrowsInvalidArgument) {
   const temp_file file{pattern(4096)};
   const auto make = [&](std::uint32_t queues, std::uint32_t depth, std::uint32_t line,
                         std::uint32_t threads) {
-    io_service io{file.path(), host_config(queues, depth, line, threads)};
+    io_service io{file.path(), host_config(queues, depth, line, threads), no_gpu_stream};
   };
   EXPECT_THROW(make(1, 0, 64, 1), squeeze::invalid_argument);
   EXPECT_THROW(make(1, 65537, 64, 1), squeeze::invalid_argument);
@@ -744,7 +749,7 @@ TEST(BamIoService, BadConfigurationThrowsInvalidArgument) {
   EXPECT_THROW(make(1, 4, 64, 0), squeeze::invalid_argument);
   EXPECT_NO_THROW(make(3, 1, 1, 8));  // more threads than queues: one per queue
 
-  io_service io{file.path(), host_config(2, 4, 64, 1)};
+  io_service io{file.path(), host_config(2, 4, 64, 1), no_gpu_stream};
   EXPECT_THROW(static_cast<void>(io.queue(2)), squeeze::invalid_argument);
   EXPECT_THROW(static_cast<void>(io.server(2)), squeeze::invalid_argument);
 }
@@ -757,10 +762,13 @@ TEST(BamIoService, MappedMemoryIsACudaErrorWithoutADevice) {
   config.memory = queue_memory::mapped;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    EXPECT_THROW((io_service{file.path(), config}), squeeze::cuda_error);
+    // (It fails allocating the mapped memory, before it would use a stream.)
+    EXPECT_THROW((io_service{file.path(), config, cudaStream_t{}}), squeeze::cuda_error);
     return;
   }
-  io_service io{file.path(), config};
+  squeeze::core::stream stream;
+  io_service io{file.path(), config, stream};
+  stream.synchronize();
   EXPECT_EQ(io.queues().size(), 2u);
   EXPECT_EQ(io.server(0).doorbell(), 0u);
 }

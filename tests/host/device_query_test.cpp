@@ -1,9 +1,12 @@
-// core/device.hpp and core/timer.hpp on the host: the query never throws, and says why
-// there is no GPU; the timing summary is right.
+// core/device.hpp, core/launch.hpp and core/timer.hpp on the host: the query never throws,
+// and says why there is no GPU; grids are sized as documented; the timing summary is right.
 #include <squeeze/core/device.hpp>
+#include <squeeze/core/launch.hpp>
 #include <squeeze/core/timer.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +22,43 @@ TEST(DeviceQuery, DetectNeverThrowsAndExplainsAbsence) {
   } else {
     EXPECT_FALSE(p.reason.empty());
     EXPECT_THROW(squeeze::core::query_device(0), squeeze::cuda_error);
+  }
+}
+
+TEST(Launch, GridsAreClampedAndBalanced) {
+  using squeeze::core::balanced_grid;
+  using squeeze::core::grid_for;
+  static_assert(grid_for(0, 256, 100) == 1);  // never a grid of zero blocks
+  static_assert(grid_for(1, 256, 100) == 1);
+  static_assert(grid_for(256, 256, 100) == 1);
+  static_assert(grid_for(257, 256, 100) == 2);
+  static_assert(grid_for(1'000'000, 256, 100) == 100);
+  static_assert(grid_for(1'000'000, 256, 0) == 1);  // a cap of 0 is read as 1
+  static_assert(grid_for(std::size_t{1} << 50, 1, std::size_t{1} << 40) == 0x7fffffffu);
+  // 10 blocks' work on a cap of 8: 5 blocks of two rounds each.
+  static_assert(balanced_grid(10 * 64, 64, 8) == 5);
+  static_assert(balanced_grid(8 * 64, 64, 8) == 8);
+  static_assert(balanced_grid(17 * 64, 64, 8) == 6);  // 3 rounds: ceil(17 / 3)
+  static_assert(balanced_grid(3, 64, 8) == 1);
+  for (std::size_t items : {0u, 1u, 63u, 64u, 65u, 1000u, 100000u}) {
+    for (std::size_t cap : {1u, 3u, 8u, 132u}) {
+      const std::size_t blocks = balanced_grid(items, 64, cap);
+      const std::size_t wanted = std::max<std::size_t>(1, (items + 63) / 64);
+      const std::size_t rounds = (wanted + blocks - 1) / blocks;
+      ASSERT_LE(blocks, cap);
+      ASSERT_GE(blocks * rounds, wanted);
+      // No block could go: one block fewer would need one round more.
+      if (blocks > 1) {
+        ASSERT_LT((blocks - 1) * rounds, wanted);
+      }
+    }
+  }
+  const auto p = squeeze::core::detect_devices();
+  if (p.present()) {
+    EXPECT_EQ(squeeze::core::sm_count(), squeeze::core::query_device().sm_count);
+    EXPECT_EQ(squeeze::core::per_sm(8), 8u * static_cast<unsigned>(squeeze::core::sm_count()));
+  } else {
+    EXPECT_THROW(squeeze::core::sm_count(), squeeze::cuda_error);
   }
 }
 

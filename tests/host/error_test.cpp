@@ -70,10 +70,40 @@ TEST(Error, CudaTryEvaluatesTheCallOnce) {
 
 TEST(Status, EveryStatusHasAName) {
   using squeeze::status;
-  for (const status s : {status::ok, status::invalid_argument, status::out_of_bounds,
-                         status::truncated, status::corrupt, status::io_error,
-                         status::cache_full}) {
+  for (const status s :
+       {status::ok, status::invalid_argument, status::out_of_bounds, status::truncated,
+        status::corrupt, status::io_error, status::cache_full}) {
     EXPECT_STRNE(squeeze::to_string(s), "unknown status");
   }
   EXPECT_STREQ(squeeze::to_string(static_cast<status>(999)), "unknown status");
+}
+
+// The one mapping from a device status to an exception (core::device_status::check uses it).
+TEST(Error, ThrowIfErrorMapsEveryStatusToItsException) {
+  EXPECT_NO_THROW(squeeze::throw_if_error(squeeze::status::ok, "nothing"));
+  const auto thrown_for = [](squeeze::status s) -> std::string {
+    try {
+      squeeze::throw_if_error(s, std::string{"op: "} + squeeze::to_string(s));
+    } catch (const squeeze::invalid_argument& e) {
+      EXPECT_EQ(e.message(), std::string{"op: "} + squeeze::to_string(s));
+      EXPECT_NE(std::string{e.where().file_name()}.find("error_test.cpp"), std::string::npos);
+      return "invalid_argument";
+    } catch (const squeeze::format_error&) {
+      return "format_error";
+    } catch (const squeeze::io_error&) {
+      return "io_error";
+    } catch (const squeeze::error& e) {
+      EXPECT_NE(e.message().find(squeeze::to_string(s)), std::string::npos);
+      return "error";
+    }
+    return "nothing";
+  };
+  using squeeze::status;
+  EXPECT_EQ(thrown_for(status::invalid_argument), "invalid_argument");
+  EXPECT_EQ(thrown_for(status::out_of_bounds), "invalid_argument");
+  EXPECT_EQ(thrown_for(status::truncated), "format_error");
+  EXPECT_EQ(thrown_for(status::corrupt), "format_error");
+  EXPECT_EQ(thrown_for(status::io_error), "io_error");
+  EXPECT_EQ(thrown_for(status::cache_full), "error");
+  EXPECT_EQ(thrown_for(static_cast<status>(99)), "error");  // a value no enumerator names
 }

@@ -1,8 +1,8 @@
 // squeeze/bam/cache.cuh: bam's software cache in GPU memory (owner and device view), and
 // the warp-level acquire that every cached access goes through.
 //
-//   bam::cache c{num_lines, {.line_bytes = 4096, .slots = 1 << 16}};   // host owner
-//   cache_ref r = c.ref();                                              // to kernels, by value
+//   bam::cache c{num_lines, {.line_bytes = 4096, .slots = 1 << 16}, stream};  // host owner
+//   cache_ref r = c.ref();         // to kernels ordered after the constructor on `stream`
 //
 // The metadata is cache_state.hpp's (one 32-bit word per line of the backing, one 64-bit
 // word per slot, a clock hand); the slots are `slots` x line_bytes bytes of GPU memory:
@@ -15,6 +15,9 @@
 // so a warp never holds one line while it waits for another: no cycle of warps waiting for
 // each other's lines can form, and a full cache only makes a warp wait until some other
 // warp is done with a line.
+//
+// The flush kernel (every dirty line back to its source) is in bam/detail/; bam::array's
+// flush launches it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,7 +34,6 @@
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/error.hpp"
-#include "squeeze/core/report.cuh"
 #include "squeeze/core/status.hpp"
 
 namespace squeeze::bam {
@@ -58,16 +60,16 @@ struct cache_ref {
 /// The cache's memory in GPU memory, empty when built. Move-only.
 class cache {
  public:
-  /// A cache for a backing of `num_lines` lines. Throws invalid_argument for a line size
-  /// that is not a power of two in [512 B, 64 KiB], no slots, or sizes the metadata cannot
-  /// number. Synchronous (zeroes the metadata).
-  cache(std::uint64_t num_lines, const cache_options& options)
+  /// A cache for a backing of `num_lines` lines, empty: its metadata is zeroed on `stream`
+  /// (asynchronous), so kernels that use ref() must be ordered after it on `stream`. Throws
+  /// invalid_argument for a line size that is not a power of two in [512 B, 64 KiB], no
+  /// slots, or sizes the metadata cannot number.
+  cache(std::uint64_t num_lines, const cache_options& options, cudaStream_t stream)
       : options_{options},
         layout_{cache_state_layout::of(num_lines, options.slots)},
         meta_{layout_.bytes},
         data_{checked_data_bytes(options)} {
-    meta_.fill_bytes(0, nullptr);
-    SQUEEZE_CUDA_TRY(cudaStreamSynchronize(nullptr));
+    meta_.fill_bytes(0, stream);
     ref_.state = cache_state_ref{meta_.data(), num_lines, options.slots, options.eviction_rounds};
     ref_.data = data_.data();
     ref_.line_shift = static_cast<std::uint32_t>(__builtin_ctz(options.line_bytes));
@@ -138,17 +140,18 @@ struct held_line {
   status st = status::ok;
 };
 
-/// Where a cached line comes from and goes back to. A Source provides
+/// Where a cached line comes from and goes back to (device functions). A Source provides
 ///   status group_read(unsigned mask, std::uint64_t line, std::byte* dst, std::uint32_t
 ///                     line_bytes) const   // lanes `mask` fill dst (same status in each)
-///   status write(std::uint64_t line, const std::byte* src, std::uint32_t line_bytes) const
-///                                        // one thread writes a line back, visible to
+///   status write_line(std::uint64_t line, const std::byte* src, std::uint32_t line_bytes)
+///                     const              // one thread writes a line back, visible to
 ///                                        // other threads' group_read when it returns
+/// bam::array builds its source from its backing (bam/backing.cuh).
 template <class S>
 concept line_source = requires(const S& s, unsigned mask, std::uint64_t line, std::byte* dst,
                                const std::byte* src, std::uint32_t bytes) {
   { s.group_read(mask, line, dst, bytes) } -> std::same_as<status>;
-  { s.write(line, src, bytes) } -> std::same_as<status>;
+  { s.write_line(line, src, bytes) } -> std::same_as<status>;
 };
 
 /// How long a warp keeps asking for a slot while every slot stays pinned by the same
@@ -194,7 +197,8 @@ SQUEEZE_DEVICE held_line warp_acquire(const cache_ref& cache, const Source& sour
       wait.pause();
     }
     if (r.st == status::ok && r.must_fill && r.writeback_line != no_line) {
-      const status w = source.write(r.writeback_line, cache.slot_data(r.slot), cache.line_bytes());
+      const status w =
+          source.write_line(r.writeback_line, cache.slot_data(r.slot), cache.line_bytes());
       if (w == status::ok) {
         cache.state.finish_eviction(r.writeback_line);
       } else {
@@ -236,38 +240,6 @@ SQUEEZE_DEVICE void warp_release(const cache_ref& cache, unsigned active, std::u
   if (core::arch::lane_id() == leader) {
     if (dirty) cache.state.mark_dirty(line);
     cache.state.release(line);
-  }
-}
-
-/// Writes every dirty line back to `source` (one warp per slot; launch after the kernels
-/// that use the cache have finished). Lines that cannot be written keep their dirty bit and
-/// the first error goes to *status_out.
-template <line_source Source>
-SQUEEZE_KERNEL(256)
-void flush_kernel(cache_ref cache, Source source, status* status_out) {
-  const unsigned lane = core::arch::lane_id();
-  const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
-  for (std::uint64_t s = (blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x) / 32;
-       s < cache.state.num_slots(); s += warps) {
-    std::uint64_t owner = no_line;
-    bool taken = false;
-    if (lane == 0) {
-      owner = cache.state.slot(static_cast<std::uint32_t>(s)).owner;
-      taken = owner != no_line && cache.state.begin_writeback(owner);
-    }
-    owner = __shfl_sync(full_warp_mask, owner, 0);
-    if (!__shfl_sync(full_warp_mask, taken, 0)) continue;
-    const std::byte* src = cache.slot_data(cache.state.slot_of(owner));
-    status st = status::ok;
-    if (lane == 0) st = source.write(owner, src, cache.line_bytes());
-    if (lane == 0) {
-      if (st == status::ok) {
-        cache.state.end_writeback(owner);
-      } else {
-        cache.state.cancel_writeback(owner);
-        core::report_status(status_out, st);
-      }
-    }
   }
 }
 

@@ -5,6 +5,10 @@
 //   row_offsets [vertices + 1]  uint64, GPU memory
 //   neighbors   [edges]         uint32, an array_ref<std::uint32_t, Backing>: the large part
 //
+// Everything is ordered on the stream each call takes. bfs and connected_components
+// synchronize that stream once per round (to see whether anything changed), never the
+// device; their scratch memory is allocated and freed on it (stream-ordered).
+//
 // Traversals (how warps are given work; every one gives the same result):
 //   vertex      a warp per vertex; its lanes read the vertex's neighbors 32 at a time from a
 //               128-byte-aligned start (EMOGI's merged, aligned access); with a cache, the
@@ -75,11 +79,11 @@ std::uint32_t run_rounds(const graph_ref<Ref>& g, std::uint64_t edges, traversal
   if constexpr (cached) {
     if (how == traversal::odt) {
       lines = (edges + g.neighbors.line_elements() - 1) / g.neighbors.line_elements();
-      needed = core::device_buffer<std::uint8_t>{std::max<std::uint64_t>(lines, 1)};
+      needed = core::device_buffer<std::uint8_t>{std::max<std::uint64_t>(lines, 1), stream};
       needed.fill_bytes(0, stream);
     }
   }
-  core::device_buffer<std::uint32_t> changed{1};
+  core::device_buffer<std::uint32_t> changed{1, stream};
   std::uint32_t rounds = 0;
   for (;;) {
     changed.fill_bytes(0, stream);
@@ -109,7 +113,7 @@ std::uint32_t run_rounds(const graph_ref<Ref>& g, std::uint64_t edges, traversal
 
 /// Breadth-first search from `source`: depth[v] (GPU memory, [vertices]) = hops from the
 /// source, `unreached` where none. Returns the number of levels run. Synchronizes `stream`
-/// once per level; the neighbor array's check() reports access errors afterwards.
+/// once per level; the neighbor array's check(stream) reports access errors afterwards.
 template <class Ref>
 std::uint32_t bfs(const graph_ref<Ref>& g, std::uint64_t edges, std::uint32_t source, traversal how,
                   std::uint32_t* depth, cudaStream_t stream) {
@@ -134,8 +138,9 @@ std::uint32_t connected_components(const graph_ref<Ref>& g, std::uint64_t edges,
   if (g.vertices == 0) return 0;
   detail::iota_kernel<<<detail::traversal_blocks(), 256, 0, stream>>>(label, g.vertices);
   SQUEEZE_CHECK_LAUNCH();
-  core::device_buffer<std::uint8_t> flags[2] = {core::device_buffer<std::uint8_t>{g.vertices},
-                                                core::device_buffer<std::uint8_t>{g.vertices}};
+  core::device_buffer<std::uint8_t> flags[2] = {
+      core::device_buffer<std::uint8_t>{g.vertices, stream},
+      core::device_buffer<std::uint8_t>{g.vertices, stream}};
   flags[0].fill_bytes(1, stream);
   flags[1].fill_bytes(0, stream);
   return detail::run_rounds(

@@ -1,9 +1,9 @@
 // squeeze/bam/io_service.hpp: the host I/O service that serves a file through the storage
 // queues of bam/queue.hpp (host only; compiles with g++).
 //
-//   bam::io_service io{"graph.bin", {.queues = 132, .depth = 64, .line_bytes = 4096}};
-//   kernel<<<...>>>(io.queues(), ...);            // queue_set_ref, by value
-//   cudaDeviceSynchronize();  io.check();          // throws io_error if a request failed
+//   bam::io_service io{"graph.bin", {.queues = 132, .depth = 64, .line_bytes = 4096}, stream};
+//   kernel<<<grid, block, 0, stream>>>(io.queues(), ...);  // queue_set_ref, by value
+//   cudaStreamSynchronize(stream);  io.check();  // throws io_error if a request failed
 //
 //        GPU threads                       mapped host memory              host threads
 //   reserve/fill/publish ──────────► submission[i] + doorbell tail ◄─── poll (cheap: local)
@@ -32,6 +32,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <cerrno>
@@ -151,10 +153,13 @@ inline const char* op_name(io_op op) noexcept {
 /// by then: a GPU thread still waiting on a completion would wait forever.
 class io_service {
  public:
-  /// Opens `path` (read-only or read-write, never created) and starts the service. Throws
-  /// io_error when the file cannot be opened or is not a regular file, invalid_argument for
-  /// a bad configuration, cuda_error when queue_memory::mapped memory cannot be allocated.
-  explicit io_service(const std::string& path, io_service_config config = {})
+  /// Opens `path` (read-only or read-write, never created) and starts the service. With
+  /// queue_memory::mapped the queues' control regions in GPU memory are zeroed on `stream`
+  /// (asynchronous): kernels that use queues() must be ordered after it on `stream`. With
+  /// queue_memory::host nothing touches a GPU and `stream` is not used. Throws io_error when
+  /// the file cannot be opened or is not a regular file, invalid_argument for a bad
+  /// configuration, cuda_error when queue_memory::mapped memory cannot be allocated.
+  io_service(const std::string& path, io_service_config config, cudaStream_t stream)
       : path_{path}, config_{std::move(config)} {
     SQUEEZE_EXPECTS(config_.queues > 0, "bam::io_service: at least one queue");
     SQUEEZE_EXPECTS(
@@ -192,9 +197,7 @@ class io_service {
       mapped_ = xfer::allocate_mapped<std::byte>(shared_total);
       std::memset(mapped_.data(), 0, shared_total);
       control_ = core::device_buffer<std::byte>{control_total};
-      core::stream s;
-      control_.fill_bytes(0, s);
-      s.synchronize();
+      control_.fill_bytes(0, stream);
       shared_host_ = mapped_.data();
       set_ = queue_set_ref{control_.data(), mapped_.device_data(), config_.queues, layout_};
     } else {

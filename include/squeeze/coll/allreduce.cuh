@@ -56,6 +56,8 @@
 // Workspace, at most (cw(n) = a codec message of n values): ring cw(count / N) x N, plus a
 // chunk of count / N values for the naive variant; recursive doubling 3 cw(count). The raw
 // codec (no_compression) needs 2 chunks of scratch (1 with a stream-ordered transport).
+//
+// The kernel that reduces a received chunk into the local one is in coll/detail/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,12 +73,11 @@
 #include <vector>
 
 #include "squeeze/coll/codec.hpp"
+#include "squeeze/coll/detail/allreduce_kernels.cuh"
 #include "squeeze/coll/schedule.hpp"
 #include "squeeze/coll/transport.hpp"
 #include "squeeze/core/buffer.hpp"
-#include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/core/reduce_op.hpp"
 #include "squeeze/core/timer.hpp"
@@ -138,44 +139,6 @@ struct step_trace {
 };
 
 namespace detail {
-
-/// dst[i] = op(dst[i], src[i]), 16-byte accesses where the chunk allows.
-template <class T, int BlockThreads>
-SQUEEZE_KERNEL(BlockThreads)
-void reduce_kernel(T* dst, const T* src, std::size_t n, core::reduce_op op) {
-  const std::size_t stride = std::size_t{gridDim.x} * BlockThreads;
-  const std::size_t tid = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x;
-  constexpr int per = 16 / sizeof(T);
-  using vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
-  const bool aligned =
-      (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % 16 == 0;
-  std::size_t done = 0;
-  if (aligned) {
-    const std::size_t vectors = n / per;
-    for (std::size_t v = tid; v < vectors; v += stride) {
-      vec a = reinterpret_cast<const vec*>(dst)[v];
-      const vec b = reinterpret_cast<const vec*>(src)[v];
-      T* pa = reinterpret_cast<T*>(&a);
-      const T* pb = reinterpret_cast<const T*>(&b);
-#pragma unroll
-      for (int k = 0; k < per; ++k) pa[k] = core::apply(op, pa[k], pb[k]);
-      reinterpret_cast<vec*>(dst)[v] = a;
-    }
-    done = vectors * per;
-  }
-  for (std::size_t i = done + tid; i < n; i += stride) dst[i] = core::apply(op, dst[i], src[i]);
-}
-
-template <class T>
-void launch_reduce(T* dst, const T* src, std::size_t n, core::reduce_op op, cudaStream_t s) {
-  if (n == 0) return;
-  constexpr int threads = 256;
-  const std::size_t wanted = (n + 4 * threads - 1) / (4 * threads);
-  const auto blocks = static_cast<unsigned>(
-      std::clamp<std::size_t>(wanted, 1, std::size_t(core::current_sm_count()) * 8));
-  reduce_kernel<T, threads><<<blocks, threads, 0, s>>>(dst, src, n, op);
-  SQUEEZE_CHECK_LAUNCH();
-}
 
 /// FNV-1a of a codec's name: part of what `verify` compares across ranks.
 inline std::uint64_t name_hash(const char* s) noexcept {

@@ -82,15 +82,6 @@ inline device_info query_device(int ordinal = -1) {
   return info;
 }
 
-/// Streaming multiprocessors of the current device (one attribute query, for grid sizes).
-inline int current_sm_count() {
-  int device = 0;
-  int sms = 0;
-  SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-  SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 /// One line, e.g. "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB, L2 60.0 MiB)".
 inline std::string describe(const device_info& d) {
   const auto gib = static_cast<double>(d.global_memory_bytes) / (1024.0 * 1024.0 * 1024.0);

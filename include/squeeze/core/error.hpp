@@ -3,18 +3,22 @@
 // Every host-side failure is a squeeze::error. Its what() reads
 //   "squeeze: <message> [<file>:<line> in <function>]"
 // and message() / where() give the two parts apart. Device code never throws; it
-// reports a squeeze::status (core/status.hpp).
+// reports a squeeze::status (core/status.hpp), which throw_if_error turns into the matching
+// exception on the host (core::device_status::check, core/device_status.cuh, uses it).
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <version>
 
 #if defined(__cpp_lib_source_location)
 #include <source_location>
 #endif
+
+#include "squeeze/core/status.hpp"
 
 namespace squeeze {
 
@@ -67,8 +71,7 @@ inline std::string describe(std::string_view message, const source_location& whe
 /// Base of every exception squeeze throws.
 class error : public std::runtime_error {
  public:
-  explicit error(std::string message,
-                 const source_location& where = source_location::current())
+  explicit error(std::string message, const source_location& where = source_location::current())
       : std::runtime_error{detail::describe(message, where)},
         message_{std::move(message)},
         where_{where} {}
@@ -105,8 +108,7 @@ class format_error : public error {
 /// A file or device could not be read or written.
 class io_error : public error {
  public:
-  explicit io_error(std::string message,
-                    const source_location& where = source_location::current())
+  explicit io_error(std::string message, const source_location& where = source_location::current())
       : error{std::move(message), where} {}
 };
 
@@ -122,6 +124,27 @@ class cuda_error : public error {
  private:
   int code_;
 };
+
+/// Throws the squeeze::error subclass that stands for a status a kernel reported, with
+/// `message`; returns when `s` is status::ok. The library's one mapping from statuses to
+/// exceptions:
+///   invalid_argument, out_of_bounds   invalid_argument  (a parameter or an index out of range)
+///   truncated, corrupt                format_error      (malformed input)
+///   io_error                          io_error          (a storage request failed)
+///   cache_full, any other value       error
+inline void throw_if_error(status s, std::string message,
+                           const source_location& where = source_location::current()) {
+  switch (s) {
+    case status::ok: return;
+    case status::invalid_argument:
+    case status::out_of_bounds: throw invalid_argument{std::move(message), where};
+    case status::truncated:
+    case status::corrupt: throw format_error{std::move(message), where};
+    case status::io_error: throw io_error{std::move(message), where};
+    case status::cache_full: break;
+  }
+  throw error{std::move(message), where};
+}
 
 }  // namespace squeeze
 

@@ -2,14 +2,19 @@
 // float64, float32, float16, bfloat16 or FRSZ2 as one arithmetic type, so a solver changes
 // its storage by changing one type.
 //
-//   accessor<Storage, Arithmetic>   (Storage: double, float, __half, __nv_bfloat16, or
+//   accessor<Storage, Arithmetic>   (Storage: double, float, __half, __nv_bfloat16, one
+//                                    of these const (read-only), or
 //                                    frsz2::format<l, Float, BS>)
 //     data_handle_type   plain: Storage*;  FRSZ2: compressed_handle<F> (payload, exponents,
 //                        first index)
-//     reference          plain: a proxy that converts on read and on assignment;
-//                        FRSZ2: Arithmetic (read-only: a value's block must be rewritten
-//                        as a whole, see frsz2/compress.cuh)
+//     reference          plain: a proxy that converts on read and on assignment (assignable
+//                        only as a temporary: m[i] = v, m[i] *= a);
+//                        const plain and FRSZ2: Arithmetic (read-only; an FRSZ2 value's
+//                        block must be rewritten as a whole, see frsz2/compress.cuh)
+//     element_type       Arithmetic where writable, else const Arithmetic
 //     access(p, i)       value i;  offset(p, i): the handle of value i
+//     offset_policy      the accessor itself (with the above: cuda::std::mdspan's
+//                        AccessorPolicy, see `accessor` below)
 //     load_vector(p, i, v)  values i .. i + 3 into v[4] (a squeeze extension for streaming
 //                        reads: one vector load of plain storage or of an FRSZ2 block's
 //                        words, the block exponent read once; i + the handle's first index
@@ -124,23 +129,50 @@ SQUEEZE_HOST_DEVICE To convert(From x) noexcept {
 }
 
 /// A proxy for one stored value: converts to Arithmetic on read, encodes on assignment.
-/// Not copyable, and assignable only as the temporary that access() returns (as Ginkgo's
-/// accessor references are), so it cannot outlive the expression that made it.
+/// Not copyable or movable, and every assignment is &&-qualified (as Ginkgo's accessor
+/// references are): only the temporary that access() (or mdspan's operator[]) returns can
+/// be assigned to, so a proxy cannot outlive the expression that made it:
+///
+///   m[i] = v;  m[i] *= a;  m[i] = m[j];   // write through the temporary
+///   double v = m[i];  auto&& r = m[i];    // read (r reads; `r = v` does not compile)
+///
+/// The qualifier is const&&, so a const rvalue assigns too (std::indirectly_writable asks
+/// that of a proxy reference). An assignment returns the value now stored, as Arithmetic
+/// (a value, never a reference to the proxy).
 template <plain_storage S, class Arithmetic>
 class plain_reference {
  public:
   SQUEEZE_HOST_DEVICE explicit plain_reference(S* p) noexcept : p_{p} {}
   plain_reference(const plain_reference&) = delete;
-  plain_reference& operator=(const plain_reference&) = delete;
   SQUEEZE_HOST_DEVICE operator Arithmetic() const noexcept {  // NOLINT: a proxy converts
     return convert<Arithmetic>(*p_);
   }
-  SQUEEZE_HOST_DEVICE const plain_reference& operator=(Arithmetic v) const&& noexcept {
-    *p_ = convert<S>(v);
-    return *this;
+  SQUEEZE_HOST_DEVICE Arithmetic operator=(Arithmetic v) const&& noexcept { return store(v); }
+  /// m[i] = m[j] (another proxy of the same type: without this overload the copy assignment
+  /// would be chosen, and it is the one assignment a proxy must not have).
+  SQUEEZE_HOST_DEVICE Arithmetic operator=(const plain_reference& other) const&& noexcept {
+    return store(static_cast<Arithmetic>(other));
+  }
+  SQUEEZE_HOST_DEVICE Arithmetic operator+=(Arithmetic v) const&& noexcept {
+    return store(static_cast<Arithmetic>(*this) + v);
+  }
+  SQUEEZE_HOST_DEVICE Arithmetic operator-=(Arithmetic v) const&& noexcept {
+    return store(static_cast<Arithmetic>(*this) - v);
+  }
+  SQUEEZE_HOST_DEVICE Arithmetic operator*=(Arithmetic v) const&& noexcept {
+    return store(static_cast<Arithmetic>(*this) * v);
+  }
+  SQUEEZE_HOST_DEVICE Arithmetic operator/=(Arithmetic v) const&& noexcept {
+    return store(static_cast<Arithmetic>(*this) / v);
   }
 
  private:
+  SQUEEZE_HOST_DEVICE Arithmetic store(Arithmetic v) const noexcept {
+    const S s = convert<S>(v);
+    *p_ = s;
+    return convert<Arithmetic>(s);
+  }
+
   S* p_;
 };
 
@@ -523,36 +555,76 @@ SQUEEZE_HOST_DEVICE void decode_vector(const raw_vector<S, Arithmetic>& r,
 /// Values each accessor::load_vector call reads.
 inline constexpr int vector_values = 4;
 
-/// The mdspan accessor policy: reads Storage as Arithmetic (and writes, for plain types).
-template <storage Storage, class Arithmetic = double>
+/// What an accessor reads: a storage, or a plain storage behind const (read-only).
+// (clang-format 14 mangles concept definitions)
+// clang-format off
+template <class T>
+concept accessor_storage =
+    storage<T> || (std::is_const_v<T> && plain_storage<std::remove_const_t<T>>);
+// clang-format on
+
+/// The mdspan accessor policy (cuda::std::mdspan's AccessorPolicy): reads Storage as
+/// Arithmetic, and writes it through a proxy for plain, non-const Storage.
+///
+///   Storage               element_type        reference             data_handle_type
+///   double, float,        Arithmetic          plain_reference       Storage*
+///   __half, bfloat16                          (proxy: converts on read and on write)
+///   const double, ...     const Arithmetic    Arithmetic (a value)  const Storage*
+///   frsz2::format<...>    const Arithmetic    Arithmetic (a value)  compressed_handle<F>
+///
+/// offset_policy is the accessor itself; access(p, i) and offset(p, i) take the index
+/// mdspan's layout mapping computes. So, e.g.,
+///
+///   cuda::std::mdspan<const double, cuda::std::dextents<int, 2>, cuda::std::layout_left,
+///                     frsz2::accessor<frsz2::format<16>>> a{handle, rows, cols};
+///
+/// reads an FRSZ2 matrix stored column by column, and an mdspan over accessor<float, double>
+/// (element_type double) converts to one over accessor<const float, double>.
+template <accessor_storage Storage, class Arithmetic = double>
 struct accessor;
 
-template <plain_storage Storage, class Arithmetic>
+template <accessor_storage Storage, class Arithmetic>
+requires plain_storage<std::remove_const_t<Storage>>
 struct accessor<Storage, Arithmetic> {
+  /// Whether values may be written (through the proxy reference).
+  static constexpr bool writable = !std::is_const_v<Storage>;
+  using stored_type = std::remove_const_t<Storage>;
+
   using offset_policy = accessor;
-  using element_type = Arithmetic;
+  using element_type = std::conditional_t<writable, Arithmetic, const Arithmetic>;
   using data_handle_type = Storage*;
-  using reference = detail::plain_reference<Storage, Arithmetic>;
+  using reference =
+      std::conditional_t<writable, detail::plain_reference<stored_type, Arithmetic>, Arithmetic>;
+
+  accessor() = default;
+  /// The read-only accessor from the writable one (as mdspan's conversion to const needs).
+  template <class Other>
+  requires(!writable && std::is_same_v<Other, stored_type>) SQUEEZE_HOST_DEVICE
+      constexpr accessor(const accessor<Other, Arithmetic>&) noexcept {}
+
   SQUEEZE_HOST_DEVICE reference access(data_handle_type p, std::size_t i) const noexcept {
-    return reference{p + i};
+    if constexpr (writable)
+      return reference{p + i};
+    else
+      return detail::convert<Arithmetic>(p[i]);
   }
   SQUEEZE_HOST_DEVICE data_handle_type offset(data_handle_type p, std::size_t i) const noexcept {
     return p + i;
   }
   /// Value i, converted (no proxy).
-  SQUEEZE_HOST_DEVICE Arithmetic load(const Storage* p, std::size_t i) const noexcept {
+  SQUEEZE_HOST_DEVICE Arithmetic load(const stored_type* p, std::size_t i) const noexcept {
     return detail::convert<Arithmetic>(p[i]);
   }
   /// Values i .. i + 3, converted, by one vector load: p + i must be aligned to 4 values
   /// (i a multiple of 4 from an allocation's start).
-  SQUEEZE_HOST_DEVICE void load_vector(const Storage* p, std::size_t i,
+  SQUEEZE_HOST_DEVICE void load_vector(const stored_type* p, std::size_t i,
                                        Arithmetic (&out)[vector_values]) const noexcept {
     decode_vector(read_vector(p, i), out);
   }
   /// load_vector in two steps: read_vector issues the load, decode_vector converts.
-  using vector_type = detail::raw_vector<Storage, Arithmetic>;
-  SQUEEZE_HOST_DEVICE vector_type read_vector(const Storage* p, std::size_t i) const noexcept {
-    return detail::read_vector<Storage, Arithmetic>(p + i);
+  using vector_type = detail::raw_vector<stored_type, Arithmetic>;
+  SQUEEZE_HOST_DEVICE vector_type read_vector(const stored_type* p, std::size_t i) const noexcept {
+    return detail::read_vector<stored_type, Arithmetic>(p + i);
   }
   SQUEEZE_HOST_DEVICE void decode_vector(const vector_type& r,
                                          Arithmetic (&out)[vector_values]) const noexcept {
@@ -560,7 +632,8 @@ struct accessor<Storage, Arithmetic> {
   }
 };
 
-template <format_like F, class Arithmetic>
+template <accessor_storage F, class Arithmetic>
+requires format_like<F>
 struct accessor<F, Arithmetic> {
   using offset_policy = accessor;
   using element_type = const Arithmetic;

@@ -10,6 +10,8 @@
 // Writes cover whole blocks: store(first, ...) needs `first` on a block boundary
 // (storage_traits<S>::block_size), and a range ending inside a block rewrites that block's
 // remaining values as +0 (so a vector of n values is stored with one store of n values).
+//
+// The conversion kernel of plain storages is in frsz2/detail/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,38 +22,14 @@
 #include <string>
 #include <type_traits>
 
-#include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"
-#include "squeeze/core/config.hpp"
-#include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/error.hpp"
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/compress.cuh"
+#include "squeeze/frsz2/detail/array_kernels.cuh"
 #include "squeeze/frsz2/format.hpp"
 
 namespace squeeze::frsz2 {
-
-namespace detail {
-
-template <class To, class From>
-SQUEEZE_KERNEL(256)
-void convert_kernel(To* dst, const From* src, std::size_t n) {
-  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += stride) {
-    dst[i] = convert<To>(src[i]);
-  }
-}
-
-template <class To, class From>
-void launch_convert(To* dst, const From* src, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  const auto blocks =
-      static_cast<unsigned>(std::min<std::size_t>(core::div_ceil<std::size_t>(n, 256), 65535 * 4));
-  convert_kernel<To, From><<<blocks, 256, 0, stream>>>(dst, src, n);
-  SQUEEZE_CHECK_LAUNCH();
-}
-
-}  // namespace detail
 
 /// n values of storage S in device memory (stream-ordered allocation when given a stream).
 template <storage S>

@@ -63,6 +63,7 @@
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/core/timer.hpp"
 #include "squeeze/frsz2/accessor.hpp"
 #include "squeeze/frsz2/array.cuh"
@@ -196,13 +197,10 @@ class cb_gmres {
         std::max<std::size_t>(detail::tile_rows<Basis>, storage_traits<Basis>::block_size);
     stride_ = core::align_up(n_, align);
     tiles_ = stride_ / detail::tile_rows<Basis>;
-    int device = 0;
-    SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-    SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
     const std::size_t max_cols = std::min<std::size_t>(Policy::max_batch, m_ + 1) + 1;
     multidot_grid_ =
-        grid_for(detail::multidot_kernel<Basis, Policy>, max_cols * warps * sizeof(double));
-    update_grid_ = grid_for(detail::update_kernel<Basis, Policy>, 0);
+        grid_for<detail::multidot_kernel<Basis, Policy>>(max_cols * warps * sizeof(double));
+    update_grid_ = grid_for<detail::update_kernel<Basis, Policy>>(0);
 
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
@@ -347,17 +345,12 @@ class cb_gmres {
 
   /// Blocks for a kernel over the tiles: as many as fit at once (Policy::max_blocks caps
   /// them), spread so every block gets the same number of rounds.
-  template <class Kernel>
-  unsigned grid_for(Kernel kernel, std::size_t shared_bytes) const {
-    int per_sm = 0;
-    SQUEEZE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, kernel, Policy::block_threads, shared_bytes));
-    std::size_t cap = std::size_t(std::max(per_sm, 1)) * std::size_t(sms_);
+  template <auto Kernel>
+  unsigned grid_for(std::size_t shared_bytes) const {
+    std::size_t cap = core::resident_blocks<Kernel>(Policy::block_threads, shared_bytes);
     if (Policy::max_blocks > 0) cap = std::min<std::size_t>(cap, Policy::max_blocks);
-    const std::size_t blocks =
-        core::div_ceil(tiles_, std::size_t{warps} * detail::warp_tiles_of<Basis, Policy>);
-    const std::size_t rounds = core::div_ceil(blocks, cap);
-    return static_cast<unsigned>(core::div_ceil(blocks, rounds));
+    return core::balanced_grid(tiles_, std::size_t{warps} * detail::warp_tiles_of<Basis, Policy>,
+                               cap);
   }
 
   /// Copies the first `count` device scalars to the host and waits for them.
@@ -387,8 +380,7 @@ class cb_gmres {
     constexpr int threads = 256;
     const int width = detail::spmv_width(a_);
     const std::size_t rows_per_block = threads / width;
-    const auto blocks = static_cast<unsigned>(
-        std::clamp<std::size_t>(core::div_ceil(n_, rows_per_block), 1, std::size_t(sms_) * 16));
+    const unsigned blocks = core::grid_for(n_, rows_per_block, core::per_sm(16));
     const auto launch = [&]<int Width>() {
       detail::spmv_kernel<Width, threads, Acc>
           <<<blocks, threads, 0, stream_>>>(a_, acc, x, b, w_.data());
@@ -444,8 +436,7 @@ class cb_gmres {
   /// w /= sqrt(final2) on the device, then stored as basis vector `vec`.
   void normalize_and_store(std::size_t vec) {
     constexpr int threads = 256;
-    const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>(
-        core::div_ceil<std::size_t>(n_, threads), 1, std::size_t(sms_) * 8));
+    const unsigned blocks = core::grid_for(n_, threads, core::per_sm(8));
     detail::normalize_kernel<threads>
         <<<blocks, threads, 0, stream_>>>(w_.data(), n_, slot(detail::final2));
     SQUEEZE_CHECK_LAUNCH();
@@ -459,7 +450,6 @@ class cb_gmres {
   std::size_t m_ = 0;
   std::size_t stride_ = 0;
   std::size_t tiles_ = 0;
-  int sms_ = 1;
   unsigned multidot_grid_ = 1;
   unsigned update_grid_ = 1;
   static constexpr int reduce_threads = 256;

@@ -4,14 +4,9 @@
 // frequent ids, a graph's high-degree nodes): their stored bytes, compressed or raw as
 // the set holds them, packed back to back into slabs of GPU memory, so the same memory
 // holds 1 / (1 - saving) times more rows than an uncompressed cache. A hash map from row
-// id to a 64-bit handle finds them:
-//
-//   bit 63          44 43  42   40 39                                    0
-//   | stored bytes (20) | c | slab (3) |          offset in the slab (40)     |
-//     c = 1: compressed (decode), 0: raw (copy); stored bytes: the row's stored length
-//     (the paper's spare bits), so a hit needs no other lookup
-//
-// Up to 8 slabs (one per GPU of a node, or several on one GPU), 1 TiB each, rows up to
+// id to a 64-bit handle (ibp/cache_ref.cuh: the slab, the offset in it, whether the row is
+// compressed, and its stored length, so a hit needs no other lookup) finds them. Up to 8
+// slabs (one per GPU of a node, or several on one GPU), 1 TiB each, rows up to
 // 1 MiB - 1 bytes. The map is open addressing with linear probing, at most half full;
 // a warp probes 32 slots per step.
 //
@@ -25,6 +20,9 @@
 // ibp::gather_rows; a handle that contradicts the slabs (outside them, a size that does
 // not match its flag) is status::corrupt and its row untouched. Slabs on other GPUs are
 // read through peer access, which the caller enables.
+//
+// The handle, the device view and cache_find are in ibp/cache_ref.cuh, the kernel in
+// ibp/detail/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,137 +34,19 @@
 #include <string>
 #include <vector>
 
-#include "squeeze/core/arch.cuh"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"
-#include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
 #include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/ibp/cache_ref.cuh"
 #include "squeeze/ibp/dataset.hpp"
+#include "squeeze/ibp/detail/cache_kernels.cuh"
 #include "squeeze/ibp/format.hpp"
 #include "squeeze/ibp/gather.cuh"
+#include "squeeze/ibp/gather_args.cuh"
 
 namespace squeeze::ibp {
-
-/// The 64-bit handle of a cached row (layout at the top of this file).
-struct cache_handle {
-  static constexpr unsigned offset_bits = 40;
-  static constexpr unsigned slab_bits = 3;
-  static constexpr unsigned size_bits = 20;
-  static constexpr std::uint64_t max_offset = (std::uint64_t{1} << offset_bits) - 1;
-  static constexpr std::uint32_t max_slabs = 1u << slab_bits;
-  static constexpr std::uint32_t max_stored = (1u << size_bits) - 1;
-
-  std::uint64_t bits = 0;
-
-  SQUEEZE_HOST_DEVICE static constexpr cache_handle make(std::uint32_t slab, std::uint64_t offset,
-                                                         bool compressed,
-                                                         std::uint32_t stored) noexcept {
-    return {offset | (std::uint64_t{slab} << offset_bits) |
-            (std::uint64_t{compressed ? 1u : 0u} << (offset_bits + slab_bits)) |
-            (std::uint64_t{stored} << (offset_bits + slab_bits + 1))};
-  }
-  SQUEEZE_HOST_DEVICE constexpr std::uint64_t offset() const noexcept { return bits & max_offset; }
-  SQUEEZE_HOST_DEVICE constexpr std::uint32_t slab() const noexcept {
-    return static_cast<std::uint32_t>((bits >> offset_bits) & (max_slabs - 1));
-  }
-  SQUEEZE_HOST_DEVICE constexpr bool compressed() const noexcept {
-    return ((bits >> (offset_bits + slab_bits)) & 1u) != 0;
-  }
-  SQUEEZE_HOST_DEVICE constexpr std::uint32_t stored() const noexcept {
-    return static_cast<std::uint32_t>(bits >> (offset_bits + slab_bits + 1));
-  }
-};
-
-/// The device view of a compressed cache (trivially copyable; kernels get it by value).
-struct compressed_cache_ref {
-  static constexpr std::uint64_t empty_key = ~std::uint64_t{0};
-
-  const std::uint64_t* keys = nullptr;     ///< [capacity] row ids, empty_key where free
-  const std::uint64_t* handles = nullptr;  ///< [capacity] cache_handle bits
-  std::uint64_t capacity = 0;              ///< a power of two (0: an empty cache)
-  const std::byte* slabs[cache_handle::max_slabs] = {};
-  std::uint64_t slab_bytes[cache_handle::max_slabs] = {};
-  std::uint32_t slab_count = 0;
-};
-
-/// The map's hash of a row id (a 64-bit finalizer: neighbouring ids spread apart).
-SQUEEZE_HOST_DEVICE constexpr std::uint64_t cache_hash(std::uint64_t key) noexcept {
-  key ^= key >> 33;
-  key *= 0xff51afd7ed558ccdULL;
-  key ^= key >> 33;
-  key *= 0xc4ceb9fe1a85ec53ULL;
-  key ^= key >> 33;
-  return key;
-}
-
-/// Warp-cooperative lookup of row id `key`: its handle in `handle` and true, or false.
-/// Every lane of the warp calls it with the same key; the result is warp-uniform.
-SQUEEZE_DEVICE bool cache_find(const compressed_cache_ref& c, std::uint64_t key,
-                               cache_handle& handle) {
-  if (c.capacity == 0) return false;
-  const unsigned lane = core::arch::lane_id();
-  const std::uint64_t mask = c.capacity - 1;
-  const std::uint64_t home = cache_hash(key) & mask;
-  for (std::uint64_t probed = 0; probed < c.capacity; probed += warp_threads) {
-    const std::uint64_t slot = (home + probed + lane) & mask;
-    const std::uint64_t k =
-        probed + lane < c.capacity ? c.keys[slot] : compressed_cache_ref::empty_key;
-    const unsigned hit = __ballot_sync(full_warp_mask, k == key);
-    const unsigned free = __ballot_sync(full_warp_mask, k == compressed_cache_ref::empty_key);
-    // Linear probing put the key before the first free slot of its run, if at all.
-    if (hit != 0 && (free == 0 || __ffs(hit) < __ffs(free))) {
-      const int from = __ffs(hit) - 1;
-      const std::uint64_t h = lane == static_cast<unsigned>(from) ? c.handles[slot] : 0;
-      handle.bits = __shfl_sync(full_warp_mask, h, from);
-      return true;
-    }
-    if (free != 0) return false;
-  }
-  return false;
-}
-
-namespace detail {
-
-/// A gather through the cache: hits from the slabs, misses from the set `set` describes.
-template <class Index>
-struct cache_request {
-  gather_args<Index> set;
-  compressed_cache_ref cache;
-  unsigned long long* hits;  ///< optional: counts the rows served from the cache
-};
-
-template <class Index>
-SQUEEZE_DEVICE row_location locate(const cache_request<Index>& req, std::size_t i) {
-  const Index idx = req.set.indices[i];
-  std::uint64_t r = 0;
-  row_location s = identify_row(req.set, idx, r);
-  if (s.st != status::ok) return s;
-  cache_handle h;
-  if (!cache_find(req.cache, r, h)) return place_row(req.set, r, s);
-  if (req.hits != nullptr && core::arch::lane_id() == 0) atomicAdd(req.hits, 1ULL);
-  const std::uint32_t slab = h.slab();
-  const std::uint32_t l = s.row.codebook.tensor_bytes;
-  const std::uint32_t stored = h.stored();
-  if (slab >= req.cache.slab_count || stored == 0 || stored > l || h.compressed() != (stored < l) ||
-      h.offset() + stored > req.cache.slab_bytes[slab]) {
-    s.st = status::corrupt;
-    return s;
-  }
-  s.row.src = req.cache.slabs[slab] + h.offset();
-  s.row.stored = stored;
-  s.row.readable = xfer::readable_range::of(req.cache.slabs[slab], req.cache.slab_bytes[slab]);
-  return s;
-}
-
-template <class Policy, bool Streaming, unsigned Chunk, class Index>
-SQUEEZE_KERNEL_MIN_BLOCKS(Policy::block_threads, Policy::min_blocks_per_sm)
-void cache_gather_kernel(cache_request<Index> req) {
-  gather_loop<Policy, Streaming, Chunk>(req, req.set);
-}
-
-}  // namespace detail
 
 /// Gathers a.count rows like ibp::gather_rows(a, stream), but rows found in `cache` are
 /// decoded from GPU memory instead of being read from the set `a` describes. `hits`

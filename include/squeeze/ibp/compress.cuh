@@ -9,14 +9,14 @@
 // result is bit-identical to the host reference in ibp/dataset.hpp, which the tests check.
 //
 // Compression runs in two passes, as in the paper: exact stored sizes (warp per row,
-// warp reduction), an exclusive scan for the offsets (CUB), then warp-per-row encoding:
+// warp reduction), a prefix sum of them for the offsets (core/detail/scan.cuh: one launch
+// up to 4096 rows), then warp-per-row encoding:
 // lanes own 16 / C consecutive chunks, a warp scan of their payload lengths gives each
 // field's bit offset, and fields are OR-ed into a zeroed shared-memory copy of the row
 // (fields of neighbouring lanes share words) before the warp writes the row out.
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <concepts>
@@ -31,7 +31,8 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
+#include "squeeze/core/detail/scan.cuh"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/detail/compress_kernels.cuh"
@@ -82,7 +83,7 @@ std::vector<std::uint64_t> count_set_bits(const std::byte* rows, std::size_t n,
     const dim3 block{256};
     // Enough row slices for ~count_waves waves of 8 blocks per SM, at least
     // count_min_slice_rows rows each.
-    const int sms = core::current_sm_count();
+    const int sms = core::sm_count();
     const std::size_t slices_wanted =
         std::max<std::size_t>(1, static_cast<std::size_t>(sms) * 8 * Policy::count_waves /
                                      core::div_ceil<std::uint32_t>(columns, 256));
@@ -225,12 +226,11 @@ device_set compress_condensed(const std::byte* rows, std::size_t n, const codebo
   SQUEEZE_CUDA_TRY(cudaMemsetAsync(set.offsets.data(), 0, set.offsets.bytes(), stream));
   if (n == 0) return set;
   stored_sizes<Policy>(rows, n, cb, set.offsets.data() + 1, nullptr, stream);
-  std::size_t temp_bytes = 0;
-  SQUEEZE_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, set.offsets.data() + 1,
-                                                 set.offsets.data() + 1, n, stream));
-  core::device_buffer<std::byte> temp{temp_bytes, stream};
-  SQUEEZE_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.data(), temp_bytes, set.offsets.data() + 1,
-                                                 set.offsets.data() + 1, n, stream));
+  const std::size_t scan_bytes =
+      core::detail::scan_workspace_bytes<std::uint64_t, std::uint64_t>(n);
+  core::device_buffer<std::byte> scan_space{scan_bytes, stream};  // none up to 4096 rows
+  core::detail::inclusive_sum(scan_space.data(), scan_bytes, set.offsets.data() + 1,
+                              set.offsets.data() + 1, n, stream);
   std::uint64_t total = 0;
   SQUEEZE_CUDA_TRY(cudaMemcpyAsync(&total, set.offsets.data() + n, sizeof total,
                                    cudaMemcpyDeviceToHost, stream));

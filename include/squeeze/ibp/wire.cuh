@@ -22,7 +22,8 @@
 //                                                             in shared memory)
 //   tiles     the winner: its codebook, sizes, raw bits into the message; tile sums;
 //             compressed or raw
-//   scan      tile sums -> bases                              CUB
+//   scan      tile sums -> bases                              core/detail/scan.cuh: one
+//                                                             block up to 4095 tiles
 //   encode    each row into the payload (or the values after  ibp's warp encoder; reads n·V,
 //             the header); the header; *size                  writes the message
 //
@@ -33,18 +34,18 @@
 // or a write outside dst[0, n): each fault is recorded (the first one wins) in a device
 // word that check() reads.
 //
-// Workspace: the encoder's (41 KiB + 18.3 B per 512-byte row + CUB's scan storage) grows
-// on the stream it is called with (stream-ordered allocation, no synchronization), and is
-// then reused: once warmed up (or after reserve()), encode and decode allocate nothing and
-// never wait for the host. Encodes share the workspace, so encodes on different streams
-// must not run at the same time (order them, or use one codec per stream); decodes share
-// only the fault word and may run anywhere at once.
+// Workspace: the encoder's (41 KiB + 18.3 B per 512-byte row, and past 4095 tiles, 64 MiB
+// of values, up to 8 KiB for the scan) grows on the stream it is called with
+// (stream-ordered allocation, no synchronization), and is then reused: once warmed up (or
+// after reserve()), encode and decode allocate nothing and never wait for the host. Encodes
+// share the workspace, so encodes on different streams must not run at the same time (order
+// them, or use one codec per stream); decodes share only the fault word and may run
+// anywhere at once.
 //
 // This header meets coll::wire_codec_for by shape and includes nothing from coll::.
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cstddef>
@@ -57,8 +58,9 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
+#include "squeeze/core/detail/scan.cuh"
 #include "squeeze/core/error.hpp"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/core/reduce_op.hpp"
 #include "squeeze/core/status.hpp"
 #include "squeeze/ibp/compress.cuh"
@@ -120,7 +122,7 @@ class wire_codec {
     }
     const detail::wire_workspace_ref ws = reserve_workspace<T>(lay, s);
     const auto* bytes = reinterpret_cast<const std::byte*>(src);
-    const int sms = sm_count();
+    const int sms = core::sm_count();
 
     // count: per-bit-position counts over the whole rows, then the short last row's bytes.
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(ws.counts, 0,
@@ -155,10 +157,9 @@ class wire_codec {
     detail::wire_tiles_kernel<T>
         <<<grid(lay.tiles, sms), detail::wire_block_threads, 0, s>>>(wire, lay, ws);
     SQUEEZE_CHECK_LAUNCH();
-    std::size_t scan_bytes = scan_capacity_;
-    SQUEEZE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(
-        ws.scan, scan_bytes, ws.tile_sums, reinterpret_cast<std::uint64_t*>(wire + lay.bases),
-        lay.tiles + 1, s));
+    core::detail::exclusive_sum(ws.scan, scan_capacity_, ws.tile_sums,
+                                reinterpret_cast<std::uint64_t*>(wire + lay.bases), lay.tiles + 1,
+                                s);
     detail::wire_encode_kernel<T>
         <<<row_blocks, detail::wire_block_threads, 0, s>>>(bytes, wire, lay, ws, size);
     SQUEEZE_CHECK_LAUNCH();
@@ -223,30 +224,16 @@ class wire_codec {
 
   /// Blocks of 4 warps for `items` warp-sized items: ~16 blocks per SM at most.
   static unsigned grid(std::uint64_t items, int sms) {
-    const std::uint64_t wanted = core::div_ceil<std::uint64_t>(items, detail::wire_warps);
-    const std::uint64_t cap = static_cast<std::uint64_t>(sms) * 16;
-    return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(wanted, cap)));
-  }
-
-  int sm_count() {
-    int device = 0;
-    SQUEEZE_CUDA_TRY(cudaGetDevice(&device));
-    if (device != device_) {
-      sms_ = core::current_sm_count();
-      device_ = device;
-    }
-    return sms_;
+    return core::grid_for(items, detail::wire_warps, std::size_t(sms) * 16);
   }
 
   /// The workspace for a message of `lay`'s rows (grown on s when too small). A template
-  /// (on the values' type, as its callers), so that CUB's scan kernels are compiled only
+  /// (on the values' type, as its callers), so that the scan's kernels are compiled only
   /// where a codec encodes.
   template <class T>
   detail::wire_workspace_ref reserve_workspace(const wire_layout& lay, cudaStream_t s) {
-    std::size_t scan_bytes = 0;
-    SQUEEZE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(
-        nullptr, scan_bytes, static_cast<unsigned long long*>(nullptr),
-        static_cast<std::uint64_t*>(nullptr), lay.tiles + 1, s));
+    const std::size_t scan_bytes =
+        core::detail::scan_workspace_bytes<unsigned long long, std::uint64_t>(lay.tiles + 1);
     if (lay.rows > rows_capacity_ || scan_bytes > scan_capacity_) {
       rows_capacity_ = std::max(rows_capacity_, lay.rows);
       scan_capacity_ = std::max(scan_capacity_, scan_bytes);
@@ -272,7 +259,7 @@ class wire_codec {
     SQUEEZE_EXPECTS(dst != nullptr || n == 0,
                     std::string{"ibp::wire_codec::"} + who + ": dst is null");
     std::uint32_t* fault = fault_word(s);
-    const unsigned blocks = grid(wire_layout_for(n, sizeof(T)).rows, sm_count());
+    const unsigned blocks = grid(wire_layout_for(n, sizeof(T)).rows, core::sm_count());
     detail::wire_decode_kernel<T, Reduce>
         <<<blocks, detail::wire_block_threads, 0, s>>>(wire, bytes, n, dst, op, fault);
     SQUEEZE_CHECK_LAUNCH();
@@ -282,8 +269,6 @@ class wire_codec {
   detail::wire_memory fault_;
   std::uint64_t rows_capacity_ = 0;
   std::size_t scan_capacity_ = 0;
-  int device_ = -1;
-  int sms_ = 0;
 };
 
 }  // namespace squeeze::ibp

@@ -15,8 +15,8 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
 #include "squeeze/core/error.hpp"
+#include "squeeze/core/launch.hpp"
 
 namespace squeeze::bam {
 
@@ -184,7 +184,7 @@ void iota_kernel(std::uint32_t* out, std::uint32_t n) {
 /// scale 24 with a 1 % cache, ODT 0.96x -> 1.04x direct zero-copy, vertex-centric 5.1x ->
 /// 6.8x; scale 20, ODT 2.0x -> 2.3x.)
 inline unsigned traversal_blocks() {
-  return static_cast<unsigned>(core::current_sm_count()) * 8;
+  return static_cast<unsigned>(core::per_sm(8));
 }
 
 }  // namespace detail

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <concepts>
@@ -19,7 +18,7 @@
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/ibp/dataset.hpp"
 #include "squeeze/ibp/decode.cuh"
 #include "squeeze/ibp/format.hpp"
@@ -607,9 +606,8 @@ void dispatch_chunk(std::uint32_t chunk_bytes, Launch&& launch) {
   }
 }
 
-inline unsigned grid_for(std::size_t warps_wanted, int warps_per_block) {
-  const std::size_t blocks = core::div_ceil<std::size_t>(warps_wanted, warps_per_block);
-  return static_cast<unsigned>(blocks < 65'536 ? blocks : 65'536);
+inline unsigned grid_for(std::size_t warps_wanted, std::size_t warps_per_block) {
+  return core::grid_for(warps_wanted, warps_per_block, 65'536);
 }
 
 }  // namespace detail

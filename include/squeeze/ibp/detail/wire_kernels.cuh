@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cstddef>
@@ -53,11 +52,12 @@ struct wire_workspace_ref {
   std::uint16_t* sizes = nullptr;           ///< [candidates, stride] stored bytes per row
   std::uint16_t* intra = nullptr;           ///< [stride] offset of a row inside its tile
   unsigned long long* tile_sums = nullptr;  ///< [tiles(stride) + 1] (the last one 0)
-  void* scan = nullptr;                     ///< CUB's temporary storage
+  void* scan = nullptr;                     ///< the bases' prefix sum's workspace
   std::uint64_t stride = 0;
 };
 
-/// Byte offsets of the workspace's parts for `rows` rows and `scan_bytes` of CUB storage.
+/// Byte offsets of the workspace's parts for `rows` rows and `scan_bytes` of scan workspace
+/// (core::detail::scan_workspace_bytes of the tile sums).
 struct wire_workspace_plan {
   std::size_t counts = 0, totals = 0, best = 0, masks = 0, bitvals = 0, sizes = 0, intra = 0,
               tile_sums = 0, scan = 0, bytes = 0;

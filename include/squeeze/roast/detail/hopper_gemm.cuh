@@ -38,8 +38,8 @@
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/cuda_error.hpp"
-#include "squeeze/core/device.hpp"
 #include "squeeze/core/hopper.cuh"
+#include "squeeze/core/launch.hpp"
 #include "squeeze/core/tensor_map.hpp"
 #include "squeeze/core/wgmma.cuh"
 #include "squeeze/roast/detail/operand.cuh"
@@ -724,7 +724,7 @@ void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   const auto blocks_at = [&](std::uint64_t bn) {
     return row_blocks * ((args.cols - args.col0 + bn - 1) / bn);
   };
-  const std::uint64_t enough = static_cast<std::uint64_t>(core::current_sm_count()) * 9 / 10;
+  const std::uint64_t enough = static_cast<std::uint64_t>(core::sm_count()) * 9 / 10;
   const int bn = block_n != 0               ? block_n
                  : blocks_at(256) >= enough ? 256
                  : blocks_at(128) >= enough ? 128

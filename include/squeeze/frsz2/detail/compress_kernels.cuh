@@ -1,0 +1,122 @@
+// squeeze/frsz2/detail/compress_kernels.cuh: the bulk compression and decode kernels (a
+// warp per tile through warp_compressor and warp_decode, or a thread per value through the
+// accessor), their grids, and the decode launch. Internal: frsz2/compress.cuh's compress,
+// decompress and decompress_reduce launch them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
+#include "squeeze/core/launch.hpp"
+#include "squeeze/core/reduce_op.hpp"
+#include "squeeze/frsz2/accessor.hpp"
+#include "squeeze/frsz2/format.hpp"
+#include "squeeze/frsz2/warp_codec.cuh"
+
+namespace squeeze::frsz2 {
+
+namespace detail {
+
+/// Tiles each warp loads before it encodes them: 8 x 8 B per lane in flight, and on the
+/// shuffle path the 8 exponent words leave in one 16-byte store.
+inline constexpr int compress_unroll = 8;
+
+template <format_like F, int BlockThreads>
+SQUEEZE_KERNEL(BlockThreads)
+void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rounding mode) {
+  using compressor = warp_compressor<F>;
+  constexpr int warps = BlockThreads / 32;
+  __shared__ typename compressor::TempStorage storage[warps];
+  compressor c{storage[threadIdx.x / 32]};
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t n_tiles = tiles<F>(out.size);
+  const std::size_t stride = std::size_t{gridDim.x} * warps * compress_unroll;
+  for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * compress_unroll;
+       t0 < n_tiles; t0 += stride) {
+    typename F::float_type v[compress_unroll][compressor::per_lane];
+#pragma unroll
+    for (int u = 0; u < compress_unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
+    std::uint16_t mine = 0;  // lane u keeps tile t0 + u's exponent word
+#pragma unroll
+    for (int u = 0; u < compress_unroll; ++u) {
+      if (t0 + u < n_tiles) {
+        const std::uint16_t w = c.compress_tile(v[u], t0 + u, out, mode, !compressor::by_shuffles);
+        if (lane == static_cast<unsigned>(u)) mine = w;
+      }
+    }
+    if constexpr (compressor::by_shuffles) {
+      if (lane < compress_unroll && t0 + lane < n_tiles) out.exponents[t0 + lane] = mine;
+    }
+  }
+}
+
+/// out[i] = value first + i, or with Reduce out[i] = op(operand[i], value first + i)
+/// (operand may be out).
+template <format_like F, int BlockThreads, bool Reduce>
+SQUEEZE_KERNEL(BlockThreads)
+void decompress_kernel(compressed_ref<F> in, std::size_t first,
+                       const typename F::float_type* operand, typename F::float_type* out,
+                       std::size_t count, core::reduce_op op) {
+  const auto put = [&](std::size_t i, typename F::float_type value) {
+    if constexpr (Reduce) {
+      out[i] = core::apply(op, operand[i], value);
+    } else {
+      out[i] = value;
+    }
+  };
+  const std::size_t stride = std::size_t{gridDim.x} * BlockThreads;
+  if constexpr (F::block_size <= 32) {
+    if (first % 32 == 0) {  // whole tiles: the warp decoder
+      const std::size_t t0 = first / 32, n_tiles = (count + 31) / 32;
+      const std::size_t wstride = stride / 32;
+      for (std::size_t t = (blockIdx.x * std::size_t{BlockThreads} + threadIdx.x) / 32; t < n_tiles;
+           t += wstride) {
+        const auto value = warp_decode<F>(in, t0 + t);
+        const std::size_t i = t * 32 + threadIdx.x % 32;
+        if (i < count) put(i, value);
+      }
+      return;
+    }
+  }
+  const accessor<F, typename F::float_type> acc;
+  const compressed_handle<F> h = in.data_handle();
+  for (std::size_t i = blockIdx.x * std::size_t{BlockThreads} + threadIdx.x; i < count;
+       i += stride) {
+    put(i, acc.access(h, first + i));
+  }
+}
+
+/// Grids of the codec's kernels: one item (a tile, a value) per warp or thread, at most 16
+/// blocks of 256 threads per SM (a grid-stride loop does the rest).
+inline unsigned grid_for(std::size_t items, std::size_t per_block) {
+  return core::grid_for(items, per_block, core::per_sm(16));
+}
+
+template <format_like F, bool Reduce>
+void launch_decompress(compressed_ref<F> in, std::size_t first,
+                       const typename F::float_type* operand, typename F::float_type* out,
+                       std::size_t count, core::reduce_op op, cudaStream_t stream,
+                       const char* who) {
+  SQUEEZE_EXPECTS(first <= in.size && count <= in.size - first,
+                  std::string{who} + ": values [" + std::to_string(first) + ", " +
+                      std::to_string(first + count) + ") are outside the vector's " +
+                      std::to_string(in.size));
+  if (count == 0) return;
+  SQUEEZE_EXPECTS(
+      out != nullptr && operand != nullptr && in.payload != nullptr && in.exponents != nullptr,
+      std::string{who} + ": null pointer");
+  constexpr int threads = 256;
+  decompress_kernel<F, threads, Reduce>
+      <<<grid_for(count, threads), threads, 0, stream>>>(in, first, operand, out, count, op);
+  SQUEEZE_CHECK_LAUNCH();
+}
+
+}  // namespace detail
+
+}  // namespace squeeze::frsz2
