@@ -5,6 +5,7 @@
 #include "squeeze/coll.cuh"
 #include "squeeze/core.hpp"
 #include "squeeze/core/arch.cuh"
+#include "squeeze/core/device_status.cuh"
 #include "squeeze/core/report.cuh"
 #include "squeeze/frsz2.cuh"
 #include "squeeze/ibp.cuh"
