@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One build-check-measure cycle on a GPU machine (see the device notes in docs/RESULTS.md).
 #   bench/device_cycle.sh [build] [test] [sanitize] [bench] [frsz2] [tour] [example]
 #                         [coll-build] [coll-test] [coll-bench] [coll-links] [ibp-wire] [uvm]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # squeeze_require_cuda_cxx20(<target> BUILD|INSTALLED)
 #
 # Makes CUDA sources that use <target> compile as C++20. CMake learned the cuda_std_20

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ctest build.min_arch_is_enforced: compiles a kernel that includes squeeze/core/config.hpp for
 # an architecture below squeeze's minimum (sm_75) and fails unless nvcc stops with squeeze's
 # own message (not with an undefined intrinsic, and not by compiling).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/compile_cost.sh [-a ARCH] [HEADER ...]: what including a squeeze header costs a
 # translation unit that uses nothing from it: nvcc's wall time and the object's size.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/fuzz.sh [-t SECONDS] [TARGET ...]: fuzzes squeeze's readers and decoders of outside
 # bytes with clang's libFuzzer (+ AddressSanitizer, UndefinedBehaviorSanitizer).
 #

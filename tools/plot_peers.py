@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Charts of squeeze against what users would pick instead, drawn from the bench JSON.
 
     tools/plot_peers.py nvcomp bench/results/ibp_nvcomp_<gpu>_<date>.json [-o PNG]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/sanitize.sh [-b BUILD] [-o OUT] [-s INDEX/COUNT] [-f FILTER] [-p PROGRAM] [-t SECONDS]
 #                   [TOOL ...]: runs every GPU test program under NVIDIA's compute-sanitizer,
 # once per TOOL (default: memcheck racecheck synccheck initcheck), and prints one line per

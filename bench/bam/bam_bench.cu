@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze_bench_bam: bam::array's cache against the bandwidths it sits between.
 //
 //   hits    1 GiB of floats, all resident in a cache as large as the data, read in full:
@@ -374,8 +375,7 @@ using namespace bam_bench;
 int main(int argc, char** argv) {
   const auto presence = core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_bam: no CUDA device found (%s); nothing to run\n",
-                presence.reason.c_str());
+    std::printf("squeeze_bench_bam: %s; nothing to run\n", presence.message().c_str());
     return 0;
   }
   benchmark::AddCustomContext("gpu", core::describe(core::query_device()));

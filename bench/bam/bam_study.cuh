@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bam/bam_study.cuh: what squeeze_bench_bam and the tour share: the access-pattern
 // kernels (each sums what it reads, so every pass is checked) and the tour section.
 #pragma once

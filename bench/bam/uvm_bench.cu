@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze_bench_uvm: bam arrays against CUDA unified memory. The same
 // kernels read the same data from managed memory (the UVM side) and from pinned host memory
 // through bam (the squeeze side), in one process, every output checked before it is timed.
@@ -1067,10 +1068,8 @@ int main(int argc, char** argv) {
   }
   const auto presence = core::detect_devices();
   if (!presence.present()) {
-    std::fprintf(stderr,
-                 "squeeze_bench_uvm: no CUDA device found (%s); nothing measured (this bench "
-                 "needs a GPU)\n",
-                 presence.reason.c_str());
+    std::fprintf(stderr, "squeeze_bench_uvm: %s; nothing measured (this bench needs a GPU)\n",
+                 presence.message().c_str());
     return 1;
   }
   try {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bam/uvm_study.cuh: what squeeze_bench_uvm needs besides the bam traversals: managed
 // memory (an owner, the memory guard, cold and warm placement, the advice of each UVM variant)
 // and the random-read kernels with their host checksums.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/coll/coll_bench.cu: the OSU-style allreduce latency table, with nccl-tests' algbw
 // and busbw, for squeeze's ring and recursive doubling (raw, FRSZ2 on the wire at l = 8 and
 // 16, IBP lossless, the naive point-to-point variant) and the selectors, against the

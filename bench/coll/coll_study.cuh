@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/coll/coll_study.cuh: what the coll bench and the tour share: gradient-like inputs
 // made on the device, checks of a result against a reference on the device, the codec
 // throughput study, and the variants the latency table compares.

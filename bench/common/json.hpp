@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/common/json.hpp: the pieces of JSON the standalone bench programs write by hand.
 #pragma once
 

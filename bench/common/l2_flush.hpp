@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/common/l2_flush.hpp: writing twice the L2's size before a timed run, so that a
 // benchmark whose input would fit the L2 (60 MB on an H200) measures the memory or link
 // it is about, not the cache.

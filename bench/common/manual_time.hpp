@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/common/manual_time.hpp: timing one GPU region per Google Benchmark iteration.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/common/report.hpp: what the benchmark programs and the tour share to report
 // results: the measured-against-baseline comparison, the one results table, the tour's
 // registry of family sections, and the exception that marks a wrong result.
@@ -165,7 +166,7 @@ class report_table {
 /// What a tour section knows about the machine.
 struct tour_context {
   std::optional<core::device_info> device;  ///< absent: no usable CUDA device
-  std::string no_device_reason;             ///< why, when device is absent
+  std::string no_device_reason;             ///< what to tell the user when device is absent
 
   [[nodiscard]] bool has_gpu() const noexcept { return device.has_value(); }
 };

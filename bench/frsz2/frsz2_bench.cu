@@ -1,5 +1,7 @@
-// squeeze_bench_frsz2: the FRSZ2 paper's roofline (§IV-C): 2^28 random values read through
-// each storage format with 0 ... 64 flops per value, and compression against device copy.
+// SPDX-License-Identifier: Apache-2.0
+// squeeze_bench_frsz2: the roofline of Grützmacher et al. (FRSZ2, §IV-C): 2^28 random values
+// read through each storage format with 0 ... 64 flops per value, and compression against
+// device copy.
 //
 //   squeeze_bench_frsz2 [--values=N] [--benchmark_out=file.json --benchmark_out_format=json]
 //
@@ -264,8 +266,7 @@ int main(int argc, char** argv) {
   argc = kept;
   const auto presence = core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_frsz2: no CUDA device found (%s); nothing to run\n",
-                presence.reason.c_str());
+    std::printf("squeeze_bench_frsz2: %s; nothing to run\n", presence.message().c_str());
     return 0;
   }
   // The buffers first: the benchmarks' readers take their handles when they are built.

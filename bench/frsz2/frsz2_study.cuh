@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/frsz2/frsz2_study.cuh: the FRSZ2 read kernels that squeeze_bench_frsz2 and the tour
-// share (the paper's roofline, §IV-C), and the tour's frsz2 section.
+// share (the roofline of Grützmacher et al. (FRSZ2), §IV-C), and the tour's frsz2 section.
 #pragma once
 
 #include <squeeze/core.hpp>

@@ -1,4 +1,6 @@
-// squeeze_bench_ibp: IBP decompression throughput against space savings (IBP paper §6.1),
+// SPDX-License-Identifier: Apache-2.0
+// squeeze_bench_ibp: IBP decompression throughput against space savings (Kamath et al.,
+// EuroSys 2026, §6.1),
 // and the compressed gather's speedup over the plain gather. See ibp/ibp_study.cuh.
 //
 //   squeeze_bench_ibp [--items=N] [--fashion-mnist=train-images-idx3-ubyte]
@@ -103,8 +105,7 @@ int main(int argc, char** argv) {
   argc = kept;
   const auto presence = squeeze::core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_ibp: no CUDA device found (%s); nothing to run\n",
-                presence.reason.c_str());
+    std::printf("squeeze_bench_ibp: %s; nothing to run\n", presence.message().c_str());
     return 0;
   }
   benchmark::AddCustomContext("gpu", squeeze::core::describe(squeeze::core::query_device()));
@@ -154,8 +155,8 @@ int main(int argc, char** argv) {
       for (const auto& d : sets) study::add_real_data_rows(table, d);
       study::add_cluster_rows(table, sets[1], {4, 16, 64});  // Fashion-MNIST uint8, C = 4
       table.add_note(
-          "ibp: the paper's savings for scale: sparse GNN 92.9 %, dense GNN 10.4 %, DLRM 8.3 %, "
-          "KV-cache 2-9 %");
+          "ibp: the savings Kamath et al. report, for scale: sparse GNN 92.9 %, dense GNN "
+          "10.4 %, DLRM 8.3 %, KV-cache 2-9 %");
     } catch (const squeeze::bench::verification_error& e) {
       st.wrong = true;
       table.add_error("ibp", e.what());

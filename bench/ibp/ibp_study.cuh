@@ -1,5 +1,6 @@
-// bench/ibp/ibp_study.cuh: IBP decompression throughput against space savings (the IBP
-// paper's §6.1 microbenchmark), shared by squeeze_bench_ibp and the tour.
+// SPDX-License-Identifier: Apache-2.0
+// bench/ibp/ibp_study.cuh: IBP decompression throughput against space savings (the §6.1
+// microbenchmark of Kamath et al., EuroSys 2026), shared by squeeze_bench_ibp and the tour.
 //
 //   rows      `items` rows of S bytes, random bits with each 4-byte chunk's top m bits
 //             forced to the codebook's Bitval (m chosen for the wanted saving), so every
@@ -8,7 +9,7 @@
 //             permutation of all rows) in device memory
 //   decode    ibp::gather_rows: fetch the compressed rows over PCIe and decode them
 //   ideal     a kernel that fetches the same compressed bytes (xfer::warp_copy, 128-byte
-//             aligned) and writes S bytes per row without decoding (the paper's mock)
+//             aligned) and writes S bytes per row without decoding (their mock)
 //   plain     xfer::gather_rows of the uncompressed rows, same indices (the gather that
 //             compression replaces; its speedup bound is 1 / (1 - saving))
 //   in place  ibp::gather_rows of the same rows in the in-place layout (no offsets; each
@@ -48,7 +49,7 @@ namespace squeeze::bench::ibp_study {
 
 namespace detail {
 
-/// The paper's mock: warp w moves stored row indices[w] (compressed bytes) into output row
+/// The mock of Kamath et al.: warp w moves stored row indices[w] (compressed bytes) into output row
 /// w and writes the rest of the S-byte row, without decoding.
 SQUEEZE_KERNEL(256)
 void ideal_kernel(std::byte* dst, std::size_t row_bytes, const std::byte* data,
@@ -347,7 +348,7 @@ struct real_rows {
 };
 
 /// Fashion-MNIST training images (uncompressed IDX at `path`) as raw bytes and as float32
-/// features (pixel / 255), and dense float32 N(0, 1) features like the paper's dense GNN.
+/// features (pixel / 255), and dense float32 N(0, 1) features like the dense GNN of Kamath et al.
 inline std::vector<real_rows> real_data_sets(const std::string& fashion_mnist_images) {
   std::vector<real_rows> sets;
   const io::idx_array images = io::read_idx(fashion_mnist_images);
@@ -437,13 +438,13 @@ inline void add_real_data_rows(report_table& table, const real_rows& d) {
              d.name + ": space saved (T = " + std::to_string(sweep.threshold) + " of " +
                  std::to_string(d.n) + ")",
              100.0 * saving, std::nullopt, "%", std::nullopt});
-  // The paper preprocessed 180 GB in 84 s and compressed it in 55 s on an A100.
-  table.add({"ibp", d.name + ": preprocessing vs paper (180 GB / 84 s)",
+  // Kamath et al. preprocessed 180 GB in 84 s and compressed it in 55 s on an A100.
+  table.add({"ibp", d.name + ": preprocessing vs Kamath et al. (180 GB / 84 s)",
              bytes / (preprocess_ms * 1e6), 180.0 / 84.0, "GB/s", 10.0});
-  table.add({"ibp", d.name + ": preprocessing from mapped host memory vs paper",
+  table.add({"ibp", d.name + ": preprocessing from mapped host memory vs Kamath et al.",
              bytes / (preprocess_mapped_ms * 1e6), 180.0 / 84.0, "GB/s", 10.0});
-  table.add({"ibp", d.name + ": compression vs paper (180 GB / 55 s)", bytes / (compress_ms * 1e6),
-             180.0 / 55.0, "GB/s", std::nullopt});
+  table.add({"ibp", d.name + ": compression vs Kamath et al. (180 GB / 55 s)",
+             bytes / (compress_ms * 1e6), 180.0 / 55.0, "GB/s", std::nullopt});
 }
 
 /// Clustered compression (host, ibp/cluster.hpp) of a data set for k clusters: space saved

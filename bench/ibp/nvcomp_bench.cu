@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze_bench_nvcomp: IBP against nvCOMP 6's batched lossless codecs, the compressors users
 // would pick instead. What is measured and how: ibp/nvcomp_study.cuh.
 //
@@ -456,10 +457,8 @@ int main(int argc, char** argv) {
   const options o = parse(argc, argv);
   const core::device_presence presence = core::detect_devices();
   if (!presence.present()) {
-    std::fprintf(stderr,
-                 "squeeze_bench_nvcomp: no CUDA device found (%s); nothing measured, no JSON "
-                 "written\n",
-                 presence.reason.c_str());
+    std::fprintf(stderr, "squeeze_bench_nvcomp: %s; nothing measured, no JSON written\n",
+                 presence.message().c_str());
     return exit_no_device;
   }
   run_context ctx;

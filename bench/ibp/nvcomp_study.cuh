@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/ibp/nvcomp_study.cuh: IBP against nvCOMP's batched ("low-level") codecs, the
 // compressors users would pick instead. Used by squeeze_bench_nvcomp
 // (bench/ibp/nvcomp_bench.cu, which documents the options and the JSON it writes).
@@ -628,7 +629,7 @@ struct settings {
   std::size_t batch_bytes = 32u << 20;
   core::timing_options timing{.warmup = 2, .repeats = 10};
   core::timing_options compress_timing{.warmup = 0, .repeats = 3};
-  int sweep_steps = 16;  ///< thresholds - 1 (the paper's sweep)
+  int sweep_steps = 16;  ///< thresholds - 1 (the sweep of Kamath et al.)
   std::uint64_t seed = 1;
 };
 

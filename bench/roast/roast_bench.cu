@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/roast/roast_bench.cu: ROAST-MM in the Table 7 setting of Desai et al. (ICML 2023).
 //
 // Batch 512, square K = N in {512 .. 16384}, |M| = 4 MB and 64 MB. The baseline is cuBLAS
@@ -307,8 +308,7 @@ int main(int argc, char** argv) {
   argc = kept;
   const auto presence = core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_roast: no CUDA device found (%s); nothing to run\n",
-                presence.reason.c_str());
+    std::printf("squeeze_bench_roast: %s; nothing to run\n", presence.message().c_str());
     return 0;
   }
   benchmark::AddCustomContext("gpu", core::describe(core::query_device()));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/roast/roast_study.cuh: what the ROAST bench and the tour share: cuBLAS baselines on
 // the materialized W (same precision, same run), fills, the cross-checks, and the tour's
 // section (batch 512, K = N = 8192, |M| = 4 MB: Table 7 of Desai et al., ICML 2023).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/tour/tour.cu: squeeze_tour [family ...], a short run of every family's headline
 // measurement (or of the families named), printed as one table:
 //
@@ -41,18 +42,19 @@ std::vector<tour_section> tour_sections() {
   };
 }
 
-/// Finds the GPU, or says why there is none. Never throws.
+/// Finds the GPU, or says why there is none (in the words every program uses,
+/// core::device_presence::message()). Never throws.
 tour_context detect() {
   tour_context context;
   const squeeze::core::device_presence presence = squeeze::core::detect_devices();
   if (!presence.present()) {
-    context.no_device_reason = presence.reason;
+    context.no_device_reason = presence.message();
     return context;
   }
   try {
     context.device = squeeze::core::query_device();
   } catch (const std::exception& e) {
-    context.no_device_reason = e.what();
+    context.no_device_reason = std::string{"cannot query the GPU ("} + e.what() + ")";
   }
   return context;
 }
@@ -83,14 +85,15 @@ int main(int argc, char** argv) {
     std::printf("squeeze tour on GPU %d: %s\n", context.device->ordinal,
                 squeeze::core::describe(*context.device).c_str());
   } else {
-    std::printf("squeeze tour: no CUDA device (%s): running host-side parts only\n",
+    std::printf("squeeze tour: %s; running host-side parts only\n",
                 context.no_device_reason.c_str());
   }
 
   report_table table;
   bool wrong_result = false;
   for (const tour_section& section : tour_sections()) {
-    if (!only.empty() && std::find(only.begin(), only.end(), section.family) == only.end()) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), section.family) == only.end())
+      continue;
     std::printf("  %s ...", section.family.c_str());
     std::fflush(stdout);
     const auto start = std::chrono::steady_clock::now();

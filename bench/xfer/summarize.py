@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the transfer-study table of docs/RESULTS.md from squeeze_bench_xfer's JSON.
 
     bench/xfer/summarize.py bench/results/xfer_<gpu>_<date>.json

@@ -1,5 +1,7 @@
-// bench/xfer/xfer_bench.cu: squeeze_bench_xfer, the transfer study (IBP paper §4.4,
-// Figure 5) as a Google Benchmark program. See xfer_study.cuh for the setup and methods.
+// SPDX-License-Identifier: Apache-2.0
+// bench/xfer/xfer_bench.cu: squeeze_bench_xfer, the transfer study (Kamath et al.,
+// EuroSys 2026 (IBP), §4.4, Figure 5) as a Google Benchmark program. See xfer_study.cuh for
+// the setup and methods.
 //
 //   squeeze_bench_xfer [--items=N] [--benchmark_filter=squeeze_gather]
 //                      [--benchmark_out=xfer.json --benchmark_out_format=json]
@@ -191,8 +193,7 @@ int main(int argc, char** argv) {
 
   const squeeze::core::device_presence presence = squeeze::core::detect_devices();
   if (!presence.present()) {
-    std::printf("squeeze_bench_xfer: no CUDA device found (%s); nothing to run\n",
-                presence.reason.c_str());
+    std::printf("squeeze_bench_xfer: %s; nothing to run\n", presence.message().c_str());
     return 0;
   }
   try {
@@ -221,7 +222,9 @@ int main(int argc, char** argv) {
   }
   if (!table.empty()) {
     std::FILE* out = data_on_stdout ? stderr : stdout;
-    std::fprintf(out, "\nTargets of the transfer study (IBP paper §4.4, Figure 5):\n");
+    std::fprintf(out,
+                 "\nThe project's targets for the transfer study (Kamath et al., EuroSys "
+                 "2026, §4.4, Figure 5):\n");
     table.print(out);
     std::fprintf(out, "%zu of %zu targets met\n", table.targets() - table.missed(),
                  table.targets());

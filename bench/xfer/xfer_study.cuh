@@ -1,5 +1,7 @@
-// bench/xfer/xfer_study.cuh: the transfer study of the IBP paper (§4.4, Figure 5), as
-// functions shared by the Google Benchmark program (xfer_bench.cu) and the tour.
+// SPDX-License-Identifier: Apache-2.0
+// bench/xfer/xfer_study.cuh: the transfer study of Kamath et al., EuroSys 2026 (IBP, §4.4,
+// Figure 5), as functions shared by the Google Benchmark program (xfer_bench.cu) and the
+// tour.
 //
 // The question: how fast can `items` scattered items of S bytes each, lying in pinned
 // host memory, be brought into one packed device buffer?
@@ -11,7 +13,7 @@
 //
 // Item placement, i.e. where an item starts relative to a 128-byte segment:
 //   aligned     stride = round_up(S, 128) + 128, offset 0: every item on a segment boundary
-//   misaligned  same stride, offset 4: every item 4 B past a boundary (the paper's figure
+//   misaligned  same stride, offset 4: every item 4 B past a boundary (Figure 5's
 //               "misaligned by 4 B"); aligned and misaligned differ in nothing else
 //   random      stride = round_up(S, 128) + 1 (odd), offset 0: slot k starts k mod 128
 //               bytes past a boundary, so the random slots give random offsets 0..127
@@ -117,7 +119,7 @@ constexpr const char* name(placement p) {
   return "unknown";
 }
 
-/// Item sizes of the paper's figure, bytes.
+/// Item sizes of their Figure 5, bytes.
 inline constexpr std::array<std::size_t, 5> item_sizes{64, 256, 1024, 4096, 16384};
 
 /// Whether `m` can copy items placed as `p` (the naive kernel loads aligned 4-byte words).
@@ -125,7 +127,7 @@ constexpr bool applicable(method m, placement p) {
   return !(m == method::naive_zero_copy && p == placement::random);
 }
 
-// ---- the targets (IBP paper §4.4; squeeze's plan) ---------------------------------------
+// ---- the project's targets for this study ------------------------------------------------
 
 /// squeeze_gather / bulk ceiling for items of at least large_item_bytes.
 inline constexpr double target_large_vs_bulk = 0.90;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allreduce_sgd: data-parallel training of the 784-512-256-10 MLP on Fashion-MNIST across MPI
 // ranks, the gradients averaged by an allreduce every step: the transport's own (the
 // uncompressed baseline) or squeeze's (coll::allreducer), raw or with FRSZ2 on the wire. Each
@@ -79,6 +80,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/gpu.hpp"
 #include "common/mlp.cuh"
 
 namespace coll = squeeze::coll;
@@ -576,14 +578,16 @@ int run(int argc, char** argv, const world& w) {
                 static_cast<double>(data.mean), static_cast<double>(data.stddev));
   }
 
+  // Without a GPU on some rank, every rank exits with squeeze_examples::exit_no_gpu (77); the
+  // lowest rank without one says why.
   const auto presence = core::detect_devices();
   const int first_without = min_over_ranks(presence.present() ? w.size : w.rank);
-  if (first_without < w.size) {  // reported by the lowest rank without one
+  if (first_without < w.size) {
     if (w.rank == first_without) {
-      std::printf("allreduce_sgd: rank %d: no CUDA device (%s); nothing to run\n", w.rank,
-                  presence.reason.c_str());
+      const std::string program = "allreduce_sgd: rank " + std::to_string(w.rank);
+      return squeeze_examples::exit_without_gpu(program.c_str(), presence);
     }
-    return 0;
+    return squeeze_examples::exit_no_gpu;
   }
   const int device = w.local_rank % presence.count;
   SQUEEZE_CUDA_TRY(cudaSetDevice(device));

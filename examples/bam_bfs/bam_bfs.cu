@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bam_bfs: breadth-first search over a graph whose edge list stays in host memory, read by
 // the GPU directly (EMOGI's zero-copy) or through bam's cache of 1 % of the edge list with
 // each of the three traversals; every result is checked against a host BFS.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/bam_graph.cuh"
+#include "common/gpu.hpp"
 
 using namespace squeeze_examples;
 
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
       source = parse_number<std::uint32_t>("--source", option_value(n, v, i));
       return true;
     });
+    const auto presence = core::detect_devices();
+    if (!presence.present()) return exit_without_gpu("bam_bfs", presence);
     const io::graph g = load_graph(o);
     if (source == 0xffffffffu) {
       source = 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bam_cc: connected components (min-label propagation) over a graph whose edge list stays in
 // host memory, read by the GPU directly (EMOGI's zero-copy) or through bam's cache of 1 % of
 // the edge list with each of the three traversals; every labeling is checked against a host
@@ -9,6 +10,7 @@
 #include <exception>
 
 #include "common/bam_graph.cuh"
+#include "common/gpu.hpp"
 
 using namespace squeeze_examples;
 
@@ -16,6 +18,8 @@ int main(int argc, char** argv) {
   try {
     const graph_options o =
         parse_graph_options(argc, argv, [](int, char**, int&) { return false; });
+    const auto presence = core::detect_devices();
+    if (!presence.present()) return exit_without_gpu("bam_cc", presence);
     const io::graph g = load_graph(o);
     const auto reference = io::cc_reference(g);
     std::printf("%llu components\n",

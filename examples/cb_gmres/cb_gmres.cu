@@ -1,12 +1,14 @@
-// cb_gmres: the FRSZ2 paper's CB-GMRES experiment. Solves A x = b with restarted GMRES whose
-// Krylov basis is stored as float64, float32, float16, bfloat16 or FRSZ2 (l = 16, 21, 32), all
-// arithmetic in fp64, and compares iterations, accuracy and time with the float64 basis.
+// SPDX-License-Identifier: Apache-2.0
+// cb_gmres: the CB-GMRES experiment of Grützmacher et al. (FRSZ2 in GMRES). Solves A x = b
+// with restarted GMRES whose Krylov basis is stored as float64, float32, float16, bfloat16 or
+// FRSZ2 (l = 16, 21, 32), all arithmetic in fp64, and compares iterations, accuracy and time
+// with the float64 basis.
 //
 //   cb_gmres [matrix.mtx] [--generate N] [--formats LIST] [--tol T] [--max-iters K]
 //            [--restart M] [--json PATH]
 //
 // Without a file it generates the 3D convection-diffusion matrix on an N^3 grid (N = 108 by
-// default: 1,259,712 rows, 8.7 M entries, like SuiteSparse's atmosmodd). As in the paper,
+// default: 1,259,712 rows, 8.7 M entries, like SuiteSparse's atmosmodd). As in their experiment,
 // x* = sin(i) normalized to unit norm, b = A x*, x0 = 0, restart 100, no preconditioner; the
 // stopping test is the true relative residual ||b - A x|| / ||b|| <= T.
 #include <squeeze/core.hpp>
@@ -32,6 +34,9 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/gpu.hpp"
+#include "common/json.hpp"
+#include "common/manufactured.hpp"
 
 namespace core = squeeze::core;
 namespace frsz2 = squeeze::frsz2;
@@ -59,9 +64,7 @@ struct arguments {
   int generate = 108;
   bool generate_given = false;
   std::vector<std::string> formats;
-  double tolerance = 1e-10;
-  int max_iterations = 20000;
-  int restart = 100;
+  squeeze_examples::solver_options solver;
   std::optional<std::string> json;
 };
 
@@ -127,17 +130,7 @@ arguments parse(int argc, char** argv) {
         }
         args.formats.emplace_back(name);
       }
-    } else if (arg == "--tol") {
-      args.tolerance = parse_number<double>(arg, value());
-      if (!std::isfinite(args.tolerance) || args.tolerance < 0) {
-        throw usage_error{"--tol: the tolerance must be finite and >= 0"};
-      }
-    } else if (arg == "--max-iters") {
-      args.max_iterations = parse_number<int>(arg, value());
-      if (args.max_iterations < 0) throw usage_error{"--max-iters: must be >= 0"};
-    } else if (arg == "--restart") {
-      args.restart = parse_number<int>(arg, value());
-      if (args.restart < 1) throw usage_error{"--restart: must be >= 1"};
+    } else if (squeeze_examples::parse_solver_option(arg, value, args.solver)) {
     } else if (arg == "--json") {
       args.json = std::string{value()};
     } else if (arg.starts_with("-")) {
@@ -156,29 +149,8 @@ arguments parse(int argc, char** argv) {
   return args;
 }
 
-std::string json_string(std::string_view s) {
-  std::string out{"\""};
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + '"';
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+using squeeze_examples::json_number;
+using squeeze_examples::json_string;
 
 void write_json(const std::string& path, const std::string& matrix_name,
                 const io::csr_matrix<double, std::int32_t>& a, const std::string& gpu,
@@ -188,9 +160,9 @@ void write_json(const std::string& path, const std::string& matrix_name,
   out << "{\n  \"matrix\": {\"name\": " << json_string(matrix_name) << ", \"rows\": " << a.rows
       << ", \"nnz\": " << a.nnz() << "},\n"
       << "  \"gpu\": " << json_string(gpu) << ",\n"
-      << "  \"tolerance\": " << json_number(args.tolerance) << ",\n"
-      << "  \"restart\": " << args.restart << ",\n"
-      << "  \"max_iterations\": " << args.max_iterations << ",\n"
+      << "  \"tolerance\": " << json_number(args.solver.tolerance) << ",\n"
+      << "  \"restart\": " << args.solver.restart << ",\n"
+      << "  \"max_iterations\": " << args.solver.max_iterations << ",\n"
       << "  \"results\": [\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const run& r = runs[i];
@@ -236,28 +208,14 @@ int main(int argc, char** argv) try {
     a = io::convection_diffusion_3d(args.generate, args.generate, args.generate);
     matrix_name = "convection_diffusion_" + std::to_string(args.generate) + "^3";
   }
-  if (a.rows != a.cols) {
-    throw squeeze::invalid_argument{"the matrix is " + std::to_string(a.rows) + " x " +
-                                    std::to_string(a.cols) + "; GMRES needs a square one"};
-  }
-  const auto n = static_cast<std::size_t>(a.rows);
-  std::vector<double> x_star(n), b(n);
-  double norm = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    x_star[i] = std::sin(static_cast<double>(i));
-    norm += x_star[i] * x_star[i];
-  }
-  for (double& v : x_star) v /= std::sqrt(norm);
-  io::spmv_reference(a, std::span<const double>{x_star}, std::span<double>{b});
+  const auto [x_star, b] = squeeze_examples::manufacture(matrix_name, a);
+  const std::size_t n = b.size();
   std::printf("matrix: %s, %lld rows, %lld entries; tolerance %.1e, restart %d, cap %d\n",
               matrix_name.c_str(), static_cast<long long>(a.rows), static_cast<long long>(a.nnz()),
-              args.tolerance, args.restart, args.max_iterations);
+              args.solver.tolerance, args.solver.restart, args.solver.max_iterations);
 
   const auto presence = core::detect_devices();
-  if (!presence.present()) {
-    std::printf("cb_gmres: no CUDA device (%s); nothing to run\n", presence.reason.c_str());
-    return 0;
-  }
+  if (!presence.present()) return squeeze_examples::exit_without_gpu("cb_gmres", presence);
   const std::string gpu = core::query_device().name;
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
 
@@ -266,8 +224,9 @@ int main(int argc, char** argv) try {
   core::device_buffer<double> d_b{n, stream};
   core::device_buffer<double> d_x{n, stream};
   d_b.copy_from(std::span<const double>{b}, stream);
-  const frsz2::cb_gmres_options options{
-      .restart = args.restart, .tolerance = args.tolerance, .max_iterations = args.max_iterations};
+  const frsz2::cb_gmres_options options{.restart = args.solver.restart,
+                                        .tolerance = args.solver.tolerance,
+                                        .max_iterations = args.solver.max_iterations};
 
   std::vector<run> runs;
   std::vector<double> x(n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // examples/common/bam_graph.cuh: what bam_bfs and bam_cc share: the command line, the graph
 // (generated or read from a file), its edge list placed in pinned host memory, and one run
 // of the algorithm per traversal, timed and checked against io's host reference.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // examples/common/mlp.cuh: what the Fashion-MNIST training examples share (roast_train,
 // allreduce_sgd): the 784-512-256-10 MLP, its kernels (batches, bias and ReLU, softmax
 // cross-entropy, accuracy, Adam), a cuBLAS wrapper and the dense layers, forward and backward

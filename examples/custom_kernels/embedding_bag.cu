@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // embedding_bag: a user's kernel that sums bags of embedding rows stored IBP-compressed in
 // host memory, decoding each row with ibp::warp_decoder (PyTorch's EmbeddingBag, mode "sum").
 //

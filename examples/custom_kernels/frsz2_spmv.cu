@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // frsz2_spmv: a user's CSR sparse matrix-vector product whose matrix values are stored
 // FRSZ2-compressed and read through cuda::std::mdspan, with frsz2::accessor as its accessor
 // policy. The kernel is written against mdspan alone: changing the storage is changing one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // roast_gemv: a user's kernel that multiplies a batch of vectors by a ROAST layer's weight
 // matrix W without ever storing W, reading each weight where roast::mapping says it lives in
 // the shared parameter array M.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // row_gather: a user's kernel that gathers weighted rows of a table kept in host memory,
 // reading each row through a small shared-memory stage with xfer::warp_copy_bounded.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // examples/custom_kernels/support.hpp: what the custom-kernel examples share: how they end
 // on a machine without a GPU, how they report errors, and how they compare with the host.
 #pragma once
@@ -11,25 +12,26 @@
 #include <span>
 #include <vector>
 
+#include "common/gpu.hpp"
+
 namespace custom_kernels {
 
-/// Exit status of an example that found no usable GPU and ran nothing: CTest's
+/// Exit status of an example that found no usable GPU and ran nothing (common/gpu.hpp): CTest's
 /// SKIP_RETURN_CODE (examples/custom_kernels/CMakeLists.txt), so such a run reports skipped.
-inline constexpr int exit_no_gpu = 77;
+inline constexpr int exit_no_gpu = squeeze_examples::exit_no_gpu;
 /// Exit status of an example whose GPU result differs from the host reference.
 inline constexpr int exit_mismatch = 1;
 /// Exit status of an example that stopped on an error (a CUDA call, a bad argument).
 inline constexpr int exit_error = 2;
 
 /// Runs body() (which returns the program's exit status) when a GPU is there: without one
-/// (cudaGetDeviceCount fails or finds none), says so on stderr and returns exit_no_gpu. An
-/// exception is reported on stderr as exit_error.
+/// (cudaGetDeviceCount fails or finds none), says so on stderr and returns exit_no_gpu, as
+/// every example does (squeeze_examples::exit_without_gpu). An exception is reported on stderr
+/// as exit_error.
 template <class Body>
 int run(const char* program, Body&& body) {
-  if (!squeeze::core::detect_devices().present()) {
-    std::fprintf(stderr, "no NVIDIA GPU or driver found: nothing ran\n");
-    return exit_no_gpu;
-  }
+  const auto presence = squeeze::core::detect_devices();
+  if (!presence.present()) return squeeze_examples::exit_without_gpu(program, presence);
   try {
     return body();
   } catch (const std::exception& e) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gather_features: the feature fetch of a GNN trainer, with squeeze's row gather.
 //
 // A node-feature table too large to keep on the GPU stays in host memory (here: mapped,
@@ -16,6 +17,8 @@
 #include <random>
 #include <vector>
 
+#include "common/gpu.hpp"
+
 namespace core = squeeze::core;
 namespace xfer = squeeze::xfer;
 
@@ -27,10 +30,7 @@ int main(int argc, char** argv) try {
                   "nodes, features and batch must be positive");
 
   const auto presence = core::detect_devices();
-  if (!presence.present()) {
-    std::printf("gather_features: no CUDA device (%s); nothing to run\n", presence.reason.c_str());
-    return 0;
-  }
+  if (!presence.present()) return squeeze_examples::exit_without_gpu("gather_features", presence);
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
 
   // [nodes, features] float32 in mapped host memory: 400 B rows, not a multiple of 128.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp_embedding: a DLRM server's embedding lookups through a compressed GPU cache.
 //
 // An embedding table of N rows stays in host memory; a GPU cache of a fixed byte budget
@@ -11,8 +12,8 @@
 //
 //   ibp_embedding [rows] [dim] [batch] [cache %] [zipf alpha]
 //   ibp_embedding table.npy [batch] [cache %] [zipf alpha]
-//   defaults: 2000000 rows of 128 float32 (512 B, the paper's DLRM rows), batches of
-//   16384 lookups, a cache of 10 % of the table, alpha 1.05
+//   defaults: 2000000 rows of 128 float32 (512 B, the DLRM rows of Kamath et al., EuroSys
+//   2026), batches of 16384 lookups, a cache of 10 % of the table, alpha 1.05
 //
 // A .npy table (2-d, any dtype: a row is shape[1] items) replaces the synthetic one, whose
 // rows are N(0, 0.05) floats, like trained embedding weights. Preprocessing and
@@ -35,6 +36,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "common/gpu.hpp"
 
 namespace core = squeeze::core;
 namespace ibp = squeeze::ibp;
@@ -107,10 +110,7 @@ class zipf_ids {
 
 int main(int argc, char** argv) try {
   const auto presence = core::detect_devices();
-  if (!presence.present()) {
-    std::printf("ibp_embedding: no CUDA device (%s); nothing to run\n", presence.reason.c_str());
-    return 0;
-  }
+  if (!presence.present()) return squeeze_examples::exit_without_gpu("ibp_embedding", presence);
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
   table t = load_table(argc, argv);
   // After a .npy table there is no [dim]: the other arguments move up by one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp_feature_gather: a GNN trainer's feature fetch, compressed.
 //
 // N node-feature rows (float32) stay in host memory. Preprocessing (once): the GPU counts
@@ -28,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu.hpp"
+
 namespace core = squeeze::core;
 namespace ibp = squeeze::ibp;
 namespace xfer = squeeze::xfer;
@@ -52,9 +55,7 @@ int main(int argc, char** argv) try {
   SQUEEZE_EXPECTS(row_bytes > 0, "rows must not be empty");
   const auto presence = core::detect_devices();
   if (!presence.present()) {
-    std::printf("ibp_feature_gather: no CUDA device (%s); nothing to run\n",
-                presence.reason.c_str());
-    return 0;
+    return squeeze_examples::exit_without_gpu("ibp_feature_gather", presence);
   }
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // roast_train: trains a 784-512-256-10 MLP on Fashion-MNIST on the GPU, once with dense
 // weights (cuBLAS) and once per compression with ROAST weights: every linear layer is a view
 // into ONE shared parameter array M (global memory sharing), read through the tile hash by
@@ -45,6 +46,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/gpu.hpp"
 #include "common/mlp.cuh"
 
 namespace core = squeeze::core;
@@ -343,10 +345,7 @@ int main(int argc, char** argv) try {
               static_cast<double>(data.mean), static_cast<double>(data.stddev));
 
   const auto presence = core::detect_devices();
-  if (!presence.present()) {
-    std::printf("roast_train: no CUDA device (%s); nothing to run\n", presence.reason.c_str());
-    return 0;
-  }
+  if (!presence.present()) return squeeze_examples::exit_without_gpu("roast_train", presence);
   std::printf("GPU: %s\n", core::describe(core::query_device()).c_str());
   std::printf(
       "MLP 784-512-256-10, ReLU, softmax cross-entropy; %llu dense weights + %llu "

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam.cuh: arrays larger than the GPU behind a GPU software cache (bam::array over GPU
 // memory, pinned host memory, a file, or a backing of yours, directly or behind the cache),
 // the cache's state machine, graph traversals, and the submission/completion queues and host

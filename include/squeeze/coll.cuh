@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll.cuh: compressed allreduce (schedules, the codec and transport concepts, the
 // allreducer, the selector). The transports are separate, since they need their library:
 // include squeeze/coll/nccl.hpp (link NCCL) or squeeze/coll/mpi.hpp (link MPI) as well.

@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core.hpp: the host-compilable part of core:: (config, errors, bit utilities,
 // buffers, timing, device query). Device-only helpers are in core/arch.cuh.
 #pragma once
 
+#include "squeeze/core/arch_policy.hpp"
 #include "squeeze/core/backoff.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2.cuh: the FRSZ2 block-exponent codec (format and host reference, accessors,
 // vector and tile reads, warp compression and decode, owning arrays in any storage) and
 // compressed-basis GMRES; the fixed-rate wire codec for coll's allreduce.

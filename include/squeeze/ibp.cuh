@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp.cuh: invariant bit packing (format, host reference, clustered codebooks, GPU
 // preprocessing and compression, the warp decoder, the compressed gather and cache, the
 // wire codec for collectives).

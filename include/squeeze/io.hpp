@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io.hpp: data loaders used by the examples and benches (IDX, NumPy .npy, Matrix Market,
 // CSR matrices, generated stencil matrices, graphs: generators, files, BFS/CC references).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast.cuh: ROAST tile-hashed parameter sharing (the mapping of a module's weights
 // into one shared array M, ROAST-MM forward and backward on tensor cores, ROBE embedding
 // lookups and bags). The tensor-core paths need the device pass built for sm_90a (CMake:

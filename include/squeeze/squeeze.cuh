@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/squeeze.cuh: everything. Include the family headers instead to compile less.
 #pragma once
 

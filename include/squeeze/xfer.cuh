@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer.cuh: the transfer layer (mapped memory, aligned copies, asynchronous
 // loads into shared memory, row gather).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/coll_local.hpp: N ranks as threads of one process sharing one GPU, for testing
 // coll:: collectives where one GPU is all there is. A test harness, not a product transport.
 //

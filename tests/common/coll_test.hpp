@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/coll_test.hpp: what the coll tests share (the local runs, MPI and NCCL):
 // inputs, a host reduction, bit comparison, and a lossless codec of data-dependent size.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/frsz2_test.hpp: inputs the FRSZ2 tests share (host and GPU).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/gmres_reference.hpp: the host reference of frsz2::cb_gmres.
 //
 // Restarted GMRES(m) on the host, the same algorithm step for step, in fp64 (the products

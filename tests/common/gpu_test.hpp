@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/gpu_test.hpp: what every GPU test shares.
 #pragma once
 
@@ -20,11 +21,10 @@
 #include <vector>
 
 /// Skips the current test (reported as skipped, never passed) when no CUDA device is there.
-#define SQUEEZE_REQUIRE_GPU()                                                \
-  do {                                                                       \
-    static const auto squeeze_presence_ = ::squeeze::core::detect_devices(); \
-    if (!squeeze_presence_.present())                                        \
-      GTEST_SKIP() << "no CUDA device: " << squeeze_presence_.reason;        \
+#define SQUEEZE_REQUIRE_GPU()                                                      \
+  do {                                                                             \
+    static const auto squeeze_presence_ = ::squeeze::core::detect_devices();       \
+    if (!squeeze_presence_.present()) GTEST_SKIP() << squeeze_presence_.message(); \
   } while (false)
 
 namespace squeeze::test {

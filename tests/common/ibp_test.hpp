@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the ibp GPU tests: rows that compress by different amounts, a codebook
 // in device memory, and a compressed set placed where a gather reads it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Values the ibp wire-codec tests (host and GPU) send: four kinds from high to low entropy.
 // Host-only.
 #pragma once

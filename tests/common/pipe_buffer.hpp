@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/pipe_buffer.hpp: a std::streambuf over bytes that cannot seek and refills 7
 // bytes at a time, as a pipe does: a reader cannot learn the input's size in advance. Used
 // by the io host tests and fuzz targets to drive the readers' stream paths.

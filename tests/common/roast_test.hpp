@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/roast_test.hpp: host references for ROAST-MM (double accumulation, with the
 // sum of absolute products each output's error bound is scaled by).
 #pragma once

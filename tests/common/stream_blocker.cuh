@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/common/stream_blocker.cuh: a kernel that holds a stream of its own until the host
 // lets it go, to show that a call waits for its own stream only. A call that synchronized the
 // device or the legacy default stream would return only once the kernel gave up (at its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_graph_binary (the squeeze graph file) on arbitrary bytes: by path (an
 // in-memory regular file: the header is checked against its exact length), from a
 // std::istringstream (size known) and from a stream that cannot seek and hands out a few bytes

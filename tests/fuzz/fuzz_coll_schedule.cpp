@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: coll::schedule_step and coll::chunk_layout on arbitrary arguments (the sizes
 // a transport reports, counts and granules a caller passes). Arguments outside the
 // documented ranges must end in squeeze::invalid_argument; accepted ones must give a plan

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the CSR checks on arbitrary arrays. io::validate of a csr_matrix (several value
 // and index types) and of a graph must accept exactly what an independent, plain check of the
 // documented invariants accepts, and report the rest as a squeeze::error; accepted ones must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_edge_list on arbitrary bytes (from a std::istringstream), with the
 // default options and with every option set. Bad input must end in a squeeze::error; an
 // accepted graph must pass io::validate and keep within the limits it was read under.

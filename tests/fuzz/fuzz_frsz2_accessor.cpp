@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: FRSZ2's decoders on arbitrary exponent words and codes. For every block that
 // check_block accepts (the rules of frsz2/format.hpp), every decoder gives decode_value's bits:
 // the accessor's access() (decode_code for fp64 codes of at most 32 bits), load_vector,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: FRSZ2 host vectors (frsz2/format.hpp) from outside: a format, a value count,
 // payload words and exponent words. validate accepts a vector exactly when its sizes fit
 // and every block keeps the format's rules (check_block), and refuses the rest with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: ibp's compressed data sets (ibp/dataset.hpp) with one codebook or a
 // clustered one (ibp/cluster.hpp), built field by field from the input. validate() must
 // refuse a malformed set with a squeeze::error and accept exactly the sets decompress()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: ibp's wire messages (ibp/wire_format.hpp) as a decoder of n floats or
 // doubles receives them. The header checks (check_wire_header, the layout they give) and
 // the reference decoder must refuse a malformed message (a wire_fault; wire_decode_values:

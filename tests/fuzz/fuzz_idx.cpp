@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_idx on arbitrary bytes, from a std::istringstream (size known, so
 // declared dimensions are checked against it) and from a stream that cannot seek and hands
 // out a few bytes a read, as a pipe does (the reader grows its buffer as bytes arrive). Bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_matrix_market on arbitrary bytes (from a std::istringstream). Bad
 // input must end in a squeeze::error; an accepted matrix must pass io::validate, keep within
 // the limits it was read under and hold no more entries than its lines can stand for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_matrix_market_graph on arbitrary bytes (from a std::istringstream),
 // undirected and directed. Bad input must end in a squeeze::error; an accepted graph must pass
 // io::validate and keep within the limits it was read under.

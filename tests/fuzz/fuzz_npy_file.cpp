@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_npy on arbitrary bytes as a file: by path (an in-memory file, so the
 // reader sees a regular file of known size) and as a FILE opened with fmemopen (one array
 // from the start, bytes after it left alone). Bad input must end in a squeeze::error; an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: io::read_npy on arbitrary bytes from a std::istream that cannot seek and hands
 // out a few bytes a read, as a pipe does (so the reader cannot know the size in advance and
 // must grow its buffers as bytes arrive), against the same bytes from a std::istringstream

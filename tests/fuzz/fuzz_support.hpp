@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/fuzz_support.hpp: what the fuzz targets share: a broken invariant traps (a
 // finding, SQUEEZE_FUZZ_ASSERT_TRUE), fields taken from the input, the input read as a pipe and as
 // a sized stream, the input as a regular file in memory, and the seeds a target writes for its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/replay_main.cpp: runs a fuzz target's LLVMFuzzerTestOneInput on every file of
 // the corpus folders (and single files) named on the command line, as libFuzzer does when it
 // replays a corpus. Built with g++ and AddressSanitizer/UndefinedBehaviorSanitizer for CI

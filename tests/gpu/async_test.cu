@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xfer asynchronous loads into shared memory: every source alignment 0..127 and lengths
 // to beyond 4 KiB, warp and block variants, the libcu++ pipeline overload, the
 // synchronous warp_load and the two-step warp_staged_load (registers, then shared memory),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bam::array on the GPU against a host copy: every backing read in full and at random
 // indices, with caches far smaller than the data (every access pattern forces evictions);
 // writes and atomic adds by many warps, flushed back to the host memory and compared with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bam::bfs and bam::connected_components on generated graphs (Kronecker with Graph500
 // parameters, uniform random) against io's host references, for every traversal over a
 // cached edge list (caches of 1-2 % of the edge list, lines of 512 B and 4 KiB) and the

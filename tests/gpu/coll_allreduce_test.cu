@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // coll:: on the GPU. N ranks run as threads sharing device 0 through the local test transport
 // (tests/common/coll_local.hpp, NCCL's stream-ordered contract): ring and recursive doubling,
 // raw and compressed, collective and naive, float and double, sum/min/max, in place and not,

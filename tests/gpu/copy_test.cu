@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xfer::warp_copy / warp_copy_bounded / block_copy / block_copy_bounded on the GPU:
 // every source and destination alignment 0..127, lengths from 0 to beyond 4 KiB, from
 // device memory and from mapped host memory; outputs poisoned first and compared byte for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core:: on the GPU: the bit utilities give the host's answers in device code, buffers
 // and mapped memory are readable by kernels, events time a known delay, and the device
 // query describes the GPU.

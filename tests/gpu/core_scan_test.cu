@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core::detail's device-wide prefix sum on the GPU: inclusive and exclusive, in place and out
 // of place, from 16-byte aligned buffers (vector loads) and from buffers one value off (scalar
 // loads), equal value by value to std::inclusive_scan / std::exclusive_scan for every size

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU decoders under corrupt and truncated input. Each campaign starts from a valid
 // compressed set or message made by the library's own encoder, corrupts it with fixed seeds,
 // runs the GPU decoder into a poisoned output that lies between canary bytes, and holds the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core::device_status on the GPU: the word starts ok, the first error a kernel reports wins
 // (later and racing reports are dropped), peek reads without clearing, check throws the
 // squeeze::error subclass that matches the status (throw_if_error's mapping) with a message

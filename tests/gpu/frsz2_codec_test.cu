@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FRSZ2 on the GPU: the warp compressor is bit-identical to the host reference encoder, the
 // warp decoder and the accessor are bit-identical to the reference decoder, random access
 // equals block decode, and frsz2::array stores and loads every storage type.

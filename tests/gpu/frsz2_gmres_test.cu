@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // frsz2::cb_gmres on the GPU against the host reference GMRES (tests/common/gmres_reference.hpp).
 //
 // float64 storage follows the reference step for step: the same iteration count (within one,

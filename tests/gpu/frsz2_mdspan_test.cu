@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // frsz2::accessor as the AccessorPolicy of cuda::std::mdspan, in kernels written against
 // mdspan alone: a dot product (and one of submdspans, which moves the handle by offset()),
 // dense matrix-vector products over FRSZ2 matrices in layout_right and layout_left, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xfer::gather_rows on the GPU: random indices (repeats included), odd row sizes and
 // strides, from mapped host memory and device memory, several index types; outputs
 // poisoned first and compared byte for byte; bad indices reported, not followed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp::compressed_cache: handles pack and unpack; a gather through the cache gives exactly
 // the rows of the set, hits served from the slabs (counted) and misses from host memory,
 // in both layouts and across several slabs; tampered handles and bad arguments are reported.

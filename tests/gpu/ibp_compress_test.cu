@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp preprocessing and compression on the GPU: bit counters, stored sizes and the
 // condensed compressed bytes are identical to the host reference, for every chunk size
 // and odd row lengths, from device memory and mapped host memory; and what the GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp on the GPU: the warp decoder and the compressed gather give exactly the rows the host
 // reference encoded, for every chunk size, odd row lengths, raw and compressed rows, from
 // device memory and mapped host memory; malformed rows are reported, not followed.

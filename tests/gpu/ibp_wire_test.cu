@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp::wire_codec on the GPU: for floats and doubles of every length class and five kinds of
 // data (and from a source that is not 16-byte aligned), the message is bit for bit the host
 // reference's (ibp::wire_encode), its size is read back from device (and mapped) memory and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROAST-MM on the GPU: forward, dX and dM against a host reference built from the
 // materialized W (double accumulation), for fp32 (TF32 and exact), bf16 and fp16, shapes
 // with tails, tiles narrower and wider than a block, sign hashes on and off, and both
@@ -43,8 +44,16 @@ struct gemm_case {
 std::string describe(const gemm_case& c) {
   return std::to_string(c.batch) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
          " tile " + std::to_string(c.tile.k) + "x" + std::to_string(c.tile.n) +
-         (c.signs ? " signs" : "") + " |M| " + std::to_string(c.memory) + " block_n " +
-         std::to_string(c.options.block_n) + (c.options.mode == roast::math::exact ? " exact" : "");
+         (c.signs ? " signs" : "") + " |M| " + std::to_string(c.memory) +
+         (c.options.mode == roast::math::exact ? " exact" : "");
+}
+
+/// The tensor-core kernel's policy, in a test's trace.
+template <class Policy>
+std::string describe_policy() {
+  return " block_n " + std::to_string(Policy::block_n) + " stages of " +
+         std::to_string(Policy::stage_budget_bytes) + " bytes, sources " +
+         std::to_string(Policy::source_batch) + " at a time";
 }
 
 /// Relative error per unit of sum |a||b| the operand type and math allow.
@@ -103,9 +112,9 @@ struct problem {
 };
 
 /// pad: Y's rows are c.n + pad elements apart; the padding must keep its (poison) bytes.
-template <class T, class Out>
+template <class T, class Out, class Policy = roast::hopper_gemm_policy>
 void check_forward(const gemm_case& c, std::uint64_t seed, std::uint64_t pad = 0) {
-  SCOPED_TRACE(describe(c) + " row pitch " + std::to_string(c.n + pad));
+  SCOPED_TRACE(describe(c) + " row pitch " + std::to_string(c.n + pad) + describe_policy<Policy>());
   const problem<T> p{c, seed};
   const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
   const auto ref = squeeze::test::multiply(
@@ -117,8 +126,8 @@ void check_forward(const gemm_case& c, std::uint64_t seed, std::uint64_t pad = 0
   const std::uint64_t ld = c.n + pad;
   core::device_buffer<Out> d_y{c.batch * ld};
   d_y.fill_bytes(0xFF, nullptr);  // NaN in every float type
-  roast::forward(d_x.data(), c.k, d_memory.data(), p.map, c.batch, d_y.data(), ld, nullptr,
-                 c.options);
+  roast::forward<Policy>(d_x.data(), c.k, d_memory.data(), p.map, c.batch, d_y.data(), ld, nullptr,
+                         c.options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   const auto all = download(d_y);
   std::vector<Out> y(c.batch * c.n);
@@ -138,9 +147,9 @@ void check_forward(const gemm_case& c, std::uint64_t seed, std::uint64_t pad = 0
   expect_close(y, ref, product_tolerance<T>(c, c.k), "forward");
 }
 
-template <class T, class Out>
+template <class T, class Out, class Policy = roast::hopper_gemm_policy>
 void check_backward_input(const gemm_case& c, std::uint64_t seed) {
-  SCOPED_TRACE(describe(c));
+  SCOPED_TRACE(describe(c) + describe_policy<Policy>());
   const problem<T> p{c, seed};
   const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
   const auto ref = squeeze::test::multiply(
@@ -151,17 +160,18 @@ void check_backward_input(const gemm_case& c, std::uint64_t seed) {
   auto d_dy = upload(dy);
   core::device_buffer<Out> d_dx{c.batch * c.k};
   d_dx.fill_bytes(0xFF, nullptr);
-  roast::backward_input(d_dy.data(), c.n, d_memory.data(), p.map, c.batch, d_dx.data(), c.k,
-                        nullptr, c.options);
+  roast::backward_input<Policy>(d_dy.data(), c.n, d_memory.data(), p.map, c.batch, d_dx.data(), c.k,
+                                nullptr, c.options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   expect_close(download(d_dx), ref, product_tolerance<T>(c, c.n), "backward_input");
 }
 
 // fold_bytes: 0 for atomics, else the workspace of a gradient_fold (1: one tile row per
 // strip, so many strips).
-template <class T>
+template <class T, class Policy = roast::hopper_gemm_policy>
 void check_backward_memory(const gemm_case& c, std::uint64_t seed, std::uint64_t fold_bytes = 0) {
-  SCOPED_TRACE(describe(c) + (fold_bytes != 0 ? " fold of " + std::to_string(fold_bytes) : ""));
+  SCOPED_TRACE(describe(c) + (fold_bytes != 0 ? " fold of " + std::to_string(fold_bytes) : "") +
+               describe_policy<Policy>());
   const problem<T> p{c, seed};
   const auto x = squeeze::test::random_values<T>(c.batch * c.k, seed + 2, from_f<T>);
   const auto dy = squeeze::test::random_values<T>(c.batch * c.n, seed + 3, from_f<T>);
@@ -199,8 +209,8 @@ void check_backward_memory(const gemm_case& c, std::uint64_t seed, std::uint64_t
     }
     if (fold_bytes == 1) EXPECT_EQ(strips, p.map.tiles_k());
   }
-  roast::backward_memory(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(), nullptr,
-                         options);
+  roast::backward_memory<Policy>(d_x.data(), c.k, d_dy.data(), c.n, p.map, c.batch, d_dm.data(),
+                                 nullptr, options);
   SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
   expect_close(download(d_dm), ref, product_tolerance<T>(c, c.batch), "backward_memory");
 }
@@ -276,13 +286,36 @@ TEST(RoastGemm, ForwardStridedOutput) {
 // computes the same gradients.
 TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
   SQUEEZE_REQUIRE_GPU();
-  for (int block_n : {64, 128, 256}) {
-    gemm_case c{256, 512, 640, {64, 64}, true, 30000};
-    c.options.block_n = block_n;
-    check_forward<__nv_bfloat16, float>(c, 500);
-    check_forward<float, float>(c, 501);
-    check_backward_input<__nv_bfloat16, float>(c, 502);
-    check_backward_memory<__nv_bfloat16>(c, 503);
+  const gemm_case c{256, 512, 640, {64, 64}, true, 30000};
+  const auto at = [&]<int BlockN>() {
+    using policy = roast::hopper_gemm_policy_n<BlockN>;
+    check_forward<__nv_bfloat16, float, policy>(c, 500);
+    check_forward<float, float, policy>(c, 501);
+    check_backward_input<__nv_bfloat16, float, policy>(c, 502);
+    check_backward_memory<__nv_bfloat16, policy>(c, 503);
+  };
+  at.template operator()<64>();
+  at.template operator()<128>();
+  at.template operator()<256>();
+}
+
+// A policy of the user's own: a shallower ring (96 KiB: 2, 3 and 4 stages at block_n 256,
+// 128 and 64) and B's sources worked out 32 stages at a time, over a reduction of 37 stages
+// (more than one batch of sources per tile, a partial last one) and several tiles per
+// cluster (the ring's phases carry over from tile to tile).
+struct shallow_ring_policy : roast::hopper_gemm_policy {
+  static constexpr int stage_budget_bytes = 96 * 1024;
+  static constexpr int source_batch = 32;
+};
+
+TEST(RoastGemm, UserPolicy) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 1200;
+  for (const gemm_case& c : {gemm_case{512, 2368, 2368, {64, 128}, true, 90000},
+                             gemm_case{200, 2368, 328, {64, 64}, false, 40000}}) {
+    check_forward<__nv_bfloat16, float, shallow_ring_policy>(c, seed++);
+    check_backward_input<__nv_bfloat16, __nv_bfloat16, shallow_ring_policy>(c, seed++);
+    check_backward_memory<__nv_bfloat16, shallow_ring_policy>(c, seed++);
   }
 }
 
@@ -295,17 +328,18 @@ TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
 TEST(RoastGemm, BlocksPairedAlongRows) {
   SQUEEZE_REQUIRE_GPU();
   std::uint64_t seed = 1100;
-  for (const int block_n : {128, 256}) {
-    for (const gemm_case& base : {gemm_case{256, 328, 520, {64, 64}, true, 40000},
-                                  gemm_case{200, 200, 384, {64, 256}, false, 70000},
-                                  gemm_case{2048, 136, 2048, {64, 128}, false, 60000}}) {
-      gemm_case c = base;
-      c.options.block_n = block_n;
-      check_forward<__nv_bfloat16, __nv_bfloat16>(c, seed++);
-      check_forward<float, float>(c, seed++);
-      check_backward_input<__nv_bfloat16, float>(c, seed++);
+  const auto at = [&]<int BlockN>() {
+    using policy = roast::hopper_gemm_policy_n<BlockN>;
+    for (const gemm_case& c : {gemm_case{256, 328, 520, {64, 64}, true, 40000},
+                               gemm_case{200, 200, 384, {64, 256}, false, 70000},
+                               gemm_case{2048, 136, 2048, {64, 128}, false, 60000}}) {
+      check_forward<__nv_bfloat16, __nv_bfloat16, policy>(c, seed++);
+      check_forward<float, float, policy>(c, seed++);
+      check_backward_input<__nv_bfloat16, float, policy>(c, seed++);
     }
-  }
+  };
+  at.template operator()<128>();
+  at.template operator()<256>();
 }
 
 TEST(RoastGemm, BackwardInput) {
@@ -383,11 +417,6 @@ TEST(RoastGemm, RejectsBadArguments) {
   roast::gemm_options wrong_fold;
   wrong_fold.fold = &fold;
   EXPECT_THROW(roast::backward_memory(m16, 256, m16, 256, map, 1, m32, nullptr, wrong_fold),
-               squeeze::invalid_argument);
-  roast::gemm_options bad;
-  bad.block_n = 96;
-  core::device_buffer<float> d{256 * 256};
-  EXPECT_THROW(roast::forward(d.data(), 256, d.data(), map32, 1, d.data(), 256, nullptr, bad),
                squeeze::invalid_argument);
 }
 

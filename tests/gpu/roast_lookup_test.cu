@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROBE lookups on the GPU against the host references of lookup.hpp: lookup and bag forward
 // bit for bit (the kernels add in the reference's order, one fma per value), bag backward
 // within the fp32 bound of atomics in any order; the float4 and scalar paths (chunk and dim

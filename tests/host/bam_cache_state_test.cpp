@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bam's cache state machine on the host: hits and misses, clock order with second chance,
 // dirty victims, abandon, cache_full, flush, validation, and std::threads hammering a tiny
 // cache over a simulated backing (no lost write, every read exact, with injected failures).

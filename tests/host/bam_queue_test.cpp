@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage I/O queues (bam/queue.hpp) and the host I/O service (bam/io_service.hpp), with
 // std::threads standing in for GPU threads: the same queue_ref code, queues in host memory.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/bits.hpp on the host: every width and offset of the bit-field functions against a
 // bit-by-bit reference, the counting functions against loops on random words.
 #include <squeeze/core/bits.hpp>

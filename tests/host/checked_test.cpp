@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/checked.hpp on the host: checked_add, checked_mul and checked_product against 128-bit
 // arithmetic on every edge of 8-, 32- and 64-bit types, signed and unsigned, and on random
 // values.

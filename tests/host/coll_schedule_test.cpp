@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // coll:: allreduce schedules and core::reduce_op on the host. Every rank of N = 1 ... 64 runs
 // in one process, step by step, over a simulated wire with mock codecs (exact, lossy and
 // idempotent, lossy and not idempotent): every send meets exactly one receive, every rank

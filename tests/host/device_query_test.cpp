@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/device.hpp, core/launch.hpp and core/timer.hpp on the host: the query never throws,
 // and says why there is no GPU; grids are sized as documented; the timing summary is right.
+#include <squeeze/core/arch_policy.hpp>
 #include <squeeze/core/device.hpp>
 #include <squeeze/core/launch.hpp>
 #include <squeeze/core/timer.hpp>
@@ -7,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <string>
+#include <type_traits>
 
 #include <gtest/gtest.h>
 
@@ -19,10 +23,44 @@ TEST(DeviceQuery, DetectNeverThrowsAndExplainsAbsence) {
     EXPECT_FALSE(info.name.empty());
     EXPECT_GT(info.sm_count, 0);
     EXPECT_NE(squeeze::core::describe(info).find(info.name), std::string::npos);
+    EXPECT_TRUE(p.message().empty());
   } else {
     EXPECT_FALSE(p.reason.empty());
+    EXPECT_EQ(p.message(), "no NVIDIA GPU or driver found (" + p.reason + ")");
+    if (p.error != cudaSuccess) {
+      EXPECT_EQ(p.reason.rfind(std::string{cudaGetErrorName(p.error)} + ": ", 0), 0u) << p.reason;
+    }
     EXPECT_THROW(squeeze::core::query_device(0), squeeze::cuda_error);
   }
+}
+
+// What the user reads without a GPU, for each way cudaGetDeviceCount can say so (the runtime
+// names an error without a device or a driver).
+TEST(DeviceQuery, AbsenceReasonNamesTheErrorAndWhatItMeans) {
+  using squeeze::core::detail::absence_reason;
+  EXPECT_EQ(absence_reason(cudaErrorInsufficientDriver, 0, 0, 13000, nullptr),
+            "cudaErrorInsufficientDriver: no NVIDIA driver is installed");
+  EXPECT_EQ(absence_reason(cudaErrorInsufficientDriver, 0, 12020, 13000, nullptr),
+            "cudaErrorInsufficientDriver: the NVIDIA driver supports CUDA 12.2, this program "
+            "needs 13.0 or newer");
+  EXPECT_EQ(absence_reason(cudaErrorNoDevice, 0, 13000, 13000, nullptr),
+            "cudaErrorNoDevice: the NVIDIA driver finds no GPU");
+  EXPECT_EQ(absence_reason(cudaErrorNoDevice, 0, 13000, 13000, ""),
+            "cudaErrorNoDevice: the NVIDIA driver finds no GPU among CUDA_VISIBLE_DEVICES=\"\"");
+  EXPECT_EQ(absence_reason(cudaSuccess, 0, 13000, 13000, nullptr),
+            "the NVIDIA driver finds no GPU");
+  EXPECT_EQ(absence_reason(cudaSuccess, 2, 13000, 13000, nullptr), "");
+  EXPECT_EQ(absence_reason(cudaErrorStubLibrary, 0, 0, 13000, nullptr)
+                .rfind("cudaErrorStubLibrary: only CUDA's stub driver library", 0),
+            0u);
+  // Any other error: its name and the runtime's description.
+  EXPECT_EQ(absence_reason(cudaErrorDevicesUnavailable, 0, 13000, 13000, nullptr),
+            std::string{"cudaErrorDevicesUnavailable: "} +
+                cudaGetErrorString(cudaErrorDevicesUnavailable));
+  squeeze::core::device_presence none;
+  none.reason = absence_reason(cudaErrorNoDevice, 0, 13000, 13000, nullptr);
+  EXPECT_EQ(none.message(),
+            "no NVIDIA GPU or driver found (cudaErrorNoDevice: the NVIDIA driver finds no GPU)");
 }
 
 TEST(Launch, GridsAreClampedAndBalanced) {
@@ -98,3 +136,23 @@ TEST(Timer, HostClockTimesHostWork) {
   EXPECT_EQ(runs, 4);
   EXPECT_EQ(s.samples, 3);
 }
+
+// core::arch_policy: of a family's entries (oldest first), a device pass takes the newest
+// not newer than the architecture it compiles for, the host pass the newest.
+struct entry_sm80 {
+  static constexpr int arch = 80;
+};
+struct entry_sm90 {
+  static constexpr int arch = 90;
+};
+namespace arch_test {
+namespace core = squeeze::core;
+static_assert(std::is_same_v<core::policy_for_arch<0, entry_sm80, entry_sm90>, entry_sm90>);
+static_assert(std::is_same_v<core::policy_for_arch<80, entry_sm80, entry_sm90>, entry_sm80>);
+static_assert(std::is_same_v<core::policy_for_arch<86, entry_sm80, entry_sm90>, entry_sm80>);
+static_assert(std::is_same_v<core::policy_for_arch<90, entry_sm80, entry_sm90>, entry_sm90>);
+static_assert(std::is_same_v<core::policy_for_arch<100, entry_sm80, entry_sm90>, entry_sm90>);
+static_assert(std::is_same_v<core::policy_for_arch<75, entry_sm80, entry_sm90>, entry_sm80>);
+static_assert(std::is_same_v<core::arch_policy<entry_sm80, entry_sm90>, entry_sm90>);
+static_assert(core::compiled_arch == 0);
+}  // namespace arch_test

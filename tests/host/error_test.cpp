@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/error.hpp and core/cuda_error.hpp: what each error says, and where.
 #include <squeeze/core/cuda_error.hpp>
 #include <squeeze/core/error.hpp>
@@ -5,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace {
@@ -22,11 +24,28 @@ TEST(Error, ExpectsThrowsInvalidArgumentWithMessageConditionAndSite) {
     FAIL() << "no exception";
   } catch (const squeeze::invalid_argument& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("squeeze: needs_positive: n must be positive"), std::string::npos) << what;
-    EXPECT_NE(what.find("violated: n > 0"), std::string::npos) << what;
-    EXPECT_NE(what.find("error_test.cpp"), std::string::npos) << what;
+    EXPECT_EQ(what, "squeeze: needs_positive: n must be positive (violated: n > 0)");
+    EXPECT_EQ(what, "squeeze: " + e.message());
+    EXPECT_NE(std::string{e.where().file_name()}.find("error_test.cpp"), std::string::npos);
     EXPECT_NE(std::string{e.where().function_name()}.find("needs_positive"), std::string::npos);
-    EXPECT_EQ(e.message().rfind("needs_positive", 0), 0u);
+  }
+}
+
+// what() is for the person running the program; what_and_where() adds the call site.
+TEST(Error, WhatLeavesTheCallSiteToWhatAndWhere) {
+  const int line = __LINE__ + 2;
+  try {
+    throw squeeze::format_error("stream truncated at byte 12");
+  } catch (const squeeze::error& e) {
+    EXPECT_STREQ(e.what(), "squeeze: stream truncated at byte 12");
+    EXPECT_EQ(std::string{e.what()}.find('['), std::string::npos) << e.what();
+    EXPECT_EQ(e.where().line(), static_cast<std::uint_least32_t>(line));
+    const std::string full = e.what_and_where();
+    const std::string site = std::string{" ["} + e.where().file_name() + ':' +
+                             std::to_string(line) + " in " + e.where().function_name() + ']';
+    EXPECT_EQ(full, std::string{e.what()} + site) << full;
+    EXPECT_NE(full.find("error_test.cpp:" + std::to_string(line) + " in "), std::string::npos)
+        << full;
   }
 }
 
@@ -51,9 +70,10 @@ TEST(Error, CudaTryNamesTheCallAndTheError) {
   } catch (const squeeze::cuda_error& e) {
     EXPECT_EQ(e.code(), static_cast<int>(cudaErrorInvalidValue));
     const std::string what = e.what();
-    EXPECT_NE(what.find("cudaErrorInvalidValue failed: cudaErrorInvalidValue"), std::string::npos)
+    EXPECT_EQ(what.rfind("squeeze: cudaErrorInvalidValue failed: cudaErrorInvalidValue (", 0), 0u)
         << what;
-    EXPECT_NE(what.find("error_test.cpp"), std::string::npos) << what;
+    EXPECT_EQ(what.find("error_test.cpp"), std::string::npos) << what;
+    EXPECT_NE(e.what_and_where().find("error_test.cpp"), std::string::npos) << e.what_and_where();
   }
   EXPECT_NO_THROW(SQUEEZE_CUDA_TRY(cudaSuccess));
 }

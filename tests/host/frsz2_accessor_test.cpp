@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FRSZ2 accessors on the host: the fp64 fast path equals the reference decoder on every
 // kind of block, plain accessors convert on read and on write through their proxy, and both
 // serve as the accessor policy of cuda::std::mdspan.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FRSZ2 format: the host reference encoder and decoder against the bounds format.hpp states,
 // for every l, both rounding modes, fp64 and fp32, and the special values it defines.
 #include <squeeze/frsz2/format.hpp>

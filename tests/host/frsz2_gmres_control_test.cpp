@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The restart rules and least-squares problem of CB-GMRES (frsz2/gmres_control.hpp), and the
 // host reference that runs them on badly scaled matrices with a simulated lossy basis: the
 // returned x is the best one seen, and every solve stops with a reason.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io/graph.hpp: the graph invariants and validate() naming each broken one; the generators
 // (clean-up invariants checked independently of validate, determinism per seed and across
 // thread counts, pinned outputs, kron's skewed against urand's flat degrees, bad options);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp/cluster.hpp on the host: the packing of cluster ids, k-means on bit similarity,
 // clustered compression against one codebook (net of metadata), byte-exact round trips in
 // both layouts, degenerate shapes and malformed clustered codebooks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp/format.hpp and ibp/dataset.hpp on the host: round trips over data of every common
 // dtype, every chunk size, row lengths from 1 B to 64 KiB and swept thresholds; the
 // adversarial codebooks; and every kind of malformed input.

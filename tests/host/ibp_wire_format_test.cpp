@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ibp/wire_format.hpp on the host: the layout arithmetic; the reference encoder and decoder
 // round-trip floats and doubles of every length class and of low- and high-entropy kinds;
 // low-entropy data shrinks and no message exceeds the raw values by more than its header;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io/idx.hpp: reads what it should, refuses what it should, and says why.
 #include <squeeze/io/idx.hpp>
 

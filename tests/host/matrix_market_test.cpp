@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io/csr.hpp and io/matrix_market.hpp: CSR construction (sorting, duplicates summed, index
 // overflow refused), validate() naming the broken invariant, the reference SpMV, the real
 // SuiteSparse files under shared/data/matrices (skipped when absent), write -> read round

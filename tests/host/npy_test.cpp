@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io/npy.hpp: writes what np.save writes byte for byte, reads what np.save writes (format
 // 1.0, 2.0, 3.0, old 16-byte alignment, big-endian data), and refuses every malformed or
 // unsupported file with a message that names the file and the cause.

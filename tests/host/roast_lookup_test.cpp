@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROBE lookups on the host: chunk starts in range and aligned (64-bit M included), the hash
 // close to uniform, signs, validation, and the host references (lookup, bag forward, bag
 // backward) against naive computations on a materialized table.

@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROAST's mapping on the host: the hash's range, alignment and uniformity, exact 64-bit
 // arithmetic, the in-tile order (a bijection that keeps 16-byte chunks whole), signs,
 // validation, and the gradient fold checked by finite differences.
+#include <squeeze/roast/gemm_policy.hpp>
 #include <squeeze/roast/mapping.hpp>
 
 #include <gtest/gtest.h>
@@ -203,5 +205,31 @@ TEST(RoastMapping, MaterializeAppliesScaleSignAndLayout) {
     }
   }
 }
+
+// ROAST-MM's policy: a user's own type is accepted with the members and ranges the kernel
+// supports, and refused at compile time otherwise.
+struct wide_ring : squeeze::roast::hopper_gemm_policy {
+  static constexpr int stage_budget_bytes = 160 * 1024;
+};
+struct odd_width : squeeze::roast::hopper_gemm_policy {
+  static constexpr int block_n = 96;
+};
+struct ragged_batch : squeeze::roast::hopper_gemm_policy {
+  static constexpr int source_batch = 48;
+};
+struct no_fill : squeeze::roast::hopper_gemm_policy {
+  static constexpr int fill_percent = 0;
+};
+struct missing_members {
+  static constexpr int block_n = 128;
+};
+static_assert(squeeze::roast::hopper_gemm_tuning<squeeze::roast::hopper_gemm_policy>);
+static_assert(squeeze::roast::hopper_gemm_tuning<squeeze::roast::hopper_gemm_policy_n<64>>);
+static_assert(squeeze::roast::hopper_gemm_policy_n<256>::block_n == 256);
+static_assert(squeeze::roast::hopper_gemm_tuning<wide_ring>);
+static_assert(!squeeze::roast::hopper_gemm_tuning<odd_width>);
+static_assert(!squeeze::roast::hopper_gemm_tuning<ragged_batch>);
+static_assert(!squeeze::roast::hopper_gemm_tuning<no_fill>);
+static_assert(!squeeze::roast::hopper_gemm_tuning<missing_members>);
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io/stencil.hpp: the 3D convection-diffusion matrix has the documented size, nnz, entries
 // (interior, corner, non-cubic grids, negative convection), is nonsymmetric, a valid CSR
 // matrix and a weakly diagonally dominant M-matrix, and refuses bad parameters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xfer on the host: the arithmetic of bounded and asynchronous reads, and the errors of
 // mapped_file and host_registration that need no GPU.
 #include <squeeze/xfer/bounds.hpp>

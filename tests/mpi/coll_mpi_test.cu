@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // coll:: over CUDA-aware MPI: one process per rank (ctest runs this under mpiexec with 2, 3
 // and 4 ranks). Ranks share GPUs round-robin, so it runs on a single GPU too. Every rank
 // builds every rank's inputs from one seed, so each checks its own result against the host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/array.cuh: bam::array<T, Backing>, an array that kernels index like memory
 // while its data lives in GPU memory, in host memory, in a file, or in a backing of yours,
 // read directly or through bam's software cache.
@@ -61,8 +62,9 @@ struct cache_policy {
   /// lane probes for itself (the naive pattern, for comparison).
   static constexpr bool coalesce = true;
 };
+/// Every lane probes the cache alone (BaM's pattern; for comparison in benchmarks).
 struct uncoalesced_policy {
-  static constexpr bool coalesce = false;
+  static constexpr bool coalesce = false;  ///< no shared probes
 };
 
 template <class P>
@@ -74,11 +76,12 @@ concept cache_policy_like = requires {
 template <class T>
 struct pinned_line {
   const T* data = nullptr;  ///< null when the pin failed (see array::check)
-  std::uint64_t first = 0;
-  std::uint32_t count = 0;
-  std::uint64_t line = 0;
-  unsigned lanes = 0;  ///< the lanes that pinned it, which unpin it together
+  std::uint64_t first = 0;  ///< index of the line's first element
+  std::uint32_t count = 0;  ///< elements in the line (fewer in the last line)
+  std::uint64_t line = 0;   ///< the line's number
+  unsigned lanes = 0;       ///< the lanes that pinned it, which unpin it together
 
+  /// Element first + j (j < count), read from the cache.
   SQUEEZE_DEVICE const T& operator[](std::uint32_t j) const { return data[j]; }
 };
 
@@ -90,7 +93,7 @@ class array_ref {
   static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) & (sizeof(T) - 1)) == 0 &&
                     sizeof(T) <= 16,
                 "bam::array: T must be trivially copyable, of 1, 2, 4, 8 or 16 bytes");
-  using value_type = T;
+  using value_type = T;  ///< the element type
   /// The backing object (bam/backing.cuh).
   using backing_type = typename backing_choice<Backing, T>::type;
   /// Whether bam's cache sits in front of the backing.
@@ -111,6 +114,7 @@ class array_ref {
             const cache_ref& cache = {})
       : source_{backing, size}, size_{size}, status_{status_out}, cache_{cache} {}
 
+  /// Elements.
   SQUEEZE_HOST_DEVICE std::uint64_t size() const { return size_; }
   /// Elements per cache line (cached backings).
   SQUEEZE_HOST_DEVICE std::uint32_t line_elements() const {
@@ -189,6 +193,7 @@ class array_ref {
     p.data = reinterpret_cast<const T*>(h.data);
     return p;
   }
+  /// The lanes that pinned `p` release it together (nothing when the pin failed).
   SQUEEZE_DEVICE void warp_unpin(const pinned_line<T>& p) const requires(cached) {
     if (p.data == nullptr) return;
     warp_release(cache_, p.lanes, p.line, static_cast<unsigned>(__ffs(p.lanes) - 1), false);
@@ -235,8 +240,8 @@ template <class T, class Backing, cache_policy_like Policy = cache_policy>
 requires array_backing<Backing, T>
 class array {
  public:
-  using ref_type = array_ref<T, Backing, Policy>;
-  using backing_type = typename ref_type::backing_type;
+  using ref_type = array_ref<T, Backing, Policy>;        ///< the device view
+  using backing_type = typename ref_type::backing_type;  ///< the backing object's type
 
   /// GPU memory: `data` is a device pointer to `size` elements. The status word is zeroed on
   /// `stream`.
@@ -275,7 +280,9 @@ class array {
         cache_{make_cache(size_, options, stream)},
         ref_{backing, size_, status_.data(), cache_->ref()} {}
 
+  /// The device view, for kernels (by value).
   [[nodiscard]] ref_type ref() const noexcept { return ref_; }
+  /// Elements.
   [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
   /// The cache, for cached backings (null otherwise).
   [[nodiscard]] const cache* cache_used() const noexcept { return cache_.get(); }

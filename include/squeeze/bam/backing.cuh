@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/backing.cuh: where the elements of a bam::array live. The bam::backing concept
 // (a type of yours can satisfy it), the built-in backings, and the names that choose them.
 //
@@ -136,18 +137,22 @@ SQUEEZE_HOST_DEVICE std::uint32_t line_length(std::uint64_t line, std::uint32_t 
 /// GPU memory: `count` elements at `data`, a device pointer (device_memory's backing).
 template <class T>
 struct device_memory_backing {
-  T* data = nullptr;
-  std::uint64_t count = 0;
+  T* data = nullptr;        ///< [count], device memory
+  std::uint64_t count = 0;  ///< elements
 
+  /// The number of elements.
   SQUEEZE_HOST_DEVICE std::uint64_t size() const { return count; }
+  /// out = element i.
   SQUEEZE_DEVICE status read(std::uint64_t i, T& out) const {
     out = data[i];
     return status::ok;
   }
+  /// Element i = v.
   SQUEEZE_DEVICE status write(std::uint64_t i, const T& v) const {
     data[i] = v;
     return status::ok;
   }
+  /// Element i += v (atomicAdd); old = its value before.
   SQUEEZE_DEVICE status atomic_add(std::uint64_t i, const T& v, T& old) const {
     old = atomicAdd(data + i, v);
     return status::ok;
@@ -160,23 +165,28 @@ struct device_memory_backing {
 /// PCIe does not make GPU atomics atomic for the host.
 template <class T>
 struct mapped_memory_backing {
-  T* data = nullptr;
-  std::uint64_t count = 0;
+  T* data = nullptr;        ///< [count], the device pointer of pinned, mapped host memory
+  std::uint64_t count = 0;  ///< elements
 
+  /// The number of elements.
   SQUEEZE_HOST_DEVICE std::uint64_t size() const { return count; }
+  /// out = element i, read over PCIe.
   SQUEEZE_DEVICE status read(std::uint64_t i, T& out) const {
     out = data[i];
     return status::ok;
   }
+  /// Element i = v, written over PCIe.
   SQUEEZE_DEVICE status write(std::uint64_t i, const T& v) const {
     data[i] = v;
     return status::ok;
   }
+  /// The lanes `mask` copy line `line` to dst together (bam::line_backing).
   SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
                                    std::uint32_t line_bytes) const {
     detail::group_copy(mask, dst, bytes() + line * line_bytes, length(line, line_bytes));
     return status::ok;
   }
+  /// One thread writes line `line` back from src, then fences so the host sees it.
   SQUEEZE_DEVICE status write_line(std::uint64_t line, const std::byte* src,
                                    std::uint32_t line_bytes) const {
     detail::group_copy(1u << core::arch::lane_id(), bytes() + line * line_bytes, src,
@@ -199,11 +209,13 @@ struct mapped_memory_backing {
 /// into staging, submits a write and waits. A failed or short request gives status::io_error.
 template <class T>
 struct file_backing {
-  queue_set_ref queues{};
-  std::uint64_t base = 0;
-  std::uint64_t count = 0;
+  queue_set_ref queues{};   ///< the io_service's queues (io_service::queues())
+  std::uint64_t base = 0;   ///< the file offset of element 0, in bytes
+  std::uint64_t count = 0;  ///< elements
 
+  /// The number of elements.
   SQUEEZE_HOST_DEVICE std::uint64_t size() const { return count; }
+  /// The lanes `mask` read line `line` into dst: one read request by the leader lane.
   SQUEEZE_DEVICE status group_read(unsigned mask, std::uint64_t line, std::byte* dst,
                                    std::uint32_t line_bytes) const {
     const auto leader = static_cast<unsigned>(__ffs(mask) - 1);
@@ -222,6 +234,7 @@ struct file_backing {
     if (core::arch::lane_id() == leader) q.release(ticket);
     return ok ? status::ok : status::io_error;
   }
+  /// One thread writes line `line` back from src: one write request, waited for.
   SQUEEZE_DEVICE status write_line(std::uint64_t line, const std::byte* src,
                                    std::uint32_t line_bytes) const {
     const std::uint32_t len = length(line, line_bytes);
@@ -256,33 +269,38 @@ struct cached {};
 /// the cache sits in front of it. A type of yours stands for itself, without a cache.
 template <class Backing, class T>
 struct backing_choice {
-  using type = Backing;
-  static constexpr bool with_cache = false;
+  using type = Backing;                      ///< the backing object's type
+  static constexpr bool with_cache = false;  ///< whether bam's cache sits in front of it
 };
+/// device_memory: device_memory_backing, no cache.
 template <class T>
 struct backing_choice<device_memory, T> {
-  using type = device_memory_backing<T>;
-  static constexpr bool with_cache = false;
+  using type = device_memory_backing<T>;     ///< the backing object's type
+  static constexpr bool with_cache = false;  ///< whether the cache sits in front
 };
+/// mapped_host_memory: mapped_memory_backing, no cache.
 template <class T>
 struct backing_choice<mapped_host_memory, T> {
-  using type = mapped_memory_backing<T>;
-  static constexpr bool with_cache = false;
+  using type = mapped_memory_backing<T>;     ///< the backing object's type
+  static constexpr bool with_cache = false;  ///< whether the cache sits in front
 };
+/// cached_host_memory: mapped_memory_backing behind the cache.
 template <class T>
 struct backing_choice<cached_host_memory, T> {
-  using type = mapped_memory_backing<T>;
-  static constexpr bool with_cache = true;
+  using type = mapped_memory_backing<T>;    ///< the backing object's type
+  static constexpr bool with_cache = true;  ///< whether the cache sits in front
 };
+/// cached_file: file_backing behind the cache.
 template <class T>
 struct backing_choice<cached_file, T> {
-  using type = file_backing<T>;
-  static constexpr bool with_cache = true;
+  using type = file_backing<T>;             ///< the backing object's type
+  static constexpr bool with_cache = true;  ///< whether the cache sits in front
 };
+/// `cached<B>`: your B behind the cache.
 template <class B, class T>
 struct backing_choice<cached<B>, T> {
-  using type = B;
-  static constexpr bool with_cache = true;
+  using type = B;                           ///< the backing object's type
+  static constexpr bool with_cache = true;  ///< whether the cache sits in front
 };
 
 /// A valid Backing argument of bam::array<T, Backing>: behind the cache, any backing; without

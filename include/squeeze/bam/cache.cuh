@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/cache.cuh: bam's software cache in GPU memory (owner and device view), and
 // the warp-level acquire that every cached access goes through.
 //
@@ -42,16 +43,19 @@ namespace squeeze::bam {
 struct cache_options {
   std::uint32_t line_bytes = 4096;  ///< a power of two from 512 B to 64 KiB
   std::uint64_t slots = 1024;       ///< lines the cache holds at once
+  /// Clock rounds before a sweep over every slot decides (cache_state.hpp).
   std::uint32_t eviction_rounds = cache_state_ref::default_eviction_rounds;
 };
 
 /// The device view of a cache: trivially copyable, passed by value.
 struct cache_ref {
-  cache_state_ref state;
-  std::byte* data = nullptr;  ///< [slots][line_bytes]
-  std::uint32_t line_shift = 12;
+  cache_state_ref state;          ///< the metadata (cache_state.hpp)
+  std::byte* data = nullptr;      ///< [slots][line_bytes]
+  std::uint32_t line_shift = 12;  ///< log2(line_bytes)
 
+  /// Bytes of a line.
   SQUEEZE_HOST_DEVICE std::uint32_t line_bytes() const { return 1u << line_shift; }
+  /// Where slot `slot` keeps its line.
   SQUEEZE_HOST_DEVICE std::byte* slot_data(std::uint32_t slot) const {
     return data + (std::uint64_t{slot} << line_shift);
   }
@@ -75,8 +79,11 @@ class cache {
     ref_.line_shift = static_cast<std::uint32_t>(__builtin_ctz(options.line_bytes));
   }
 
+  /// The device view (by value in kernels).
   [[nodiscard]] cache_ref ref() const noexcept { return ref_; }
+  /// The shape it was built with.
   [[nodiscard]] const cache_options& options() const noexcept { return options_; }
+  /// Lines of the backing it caches.
   [[nodiscard]] std::uint64_t num_lines() const noexcept { return layout_.num_lines; }
   /// GPU memory held: slots plus metadata.
   [[nodiscard]] std::uint64_t bytes() const noexcept { return data_.size() + meta_.size(); }
@@ -137,7 +144,7 @@ SQUEEZE_DEVICE void group_copy(unsigned mask, std::byte* dst, const std::byte* s
 /// What warp_acquire gives the lanes: the line's bytes in the cache, or a status.
 struct held_line {
   std::byte* data = nullptr;  ///< the slot holding the line (null on error)
-  status st = status::ok;
+  status st = status::ok;     ///< ok, or why the line could not be had
 };
 
 /// Where a cached line comes from and goes back to (device functions). A Source provides

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/cache_state.hpp: the state machine of bam's software cache (host and device).
 //
 // The data behind a bam array is cut into lines of line_bytes (numbered 0..num_lines-1, the
@@ -201,22 +202,23 @@ struct acquire_result {
 
 /// A line word decoded (for tests, assertions and debugging; racy by nature).
 struct line_state {
-  bool valid = false;
-  bool busy = false;
-  bool dirty = false;
-  std::uint32_t pins = 0;
+  bool valid = false;      ///< VALID: the line is in slot slot_of[line]
+  bool busy = false;       ///< BUSY: one thread owns the line's transition
+  bool dirty = false;      ///< DIRTY: the slot's copy is newer than the backing
+  std::uint32_t pins = 0;  ///< references held by callers
 };
 
 /// A slot word decoded (for tests, assertions and debugging; racy by nature).
 struct slot_state {
   std::uint64_t owner = no_line;  ///< the line the slot holds, or no_line when empty
-  bool claimed = false;
-  bool referenced = false;
+  bool claimed = false;           ///< CLAIMED: a fetcher owns the slot
+  bool referenced = false;        ///< REFERENCE: used since the clock last passed
 };
 
 /// Where the metadata arrays lie in one allocation of `bytes` bytes (every offset a multiple
 /// of 128, the hand alone in its 128-byte segment). `of` validates the sizes.
 struct cache_state_layout {
+  /// Every array starts on a multiple of this many bytes.
   static constexpr std::uint64_t alignment = 128;
   /// Lines are numbered below 2^48 (the owner field would take 2^62 - 1; 2^48 keeps every
   /// byte count exact and is far beyond the metadata a GPU holds: 8 bytes a line).
@@ -224,13 +226,13 @@ struct cache_state_layout {
   /// Slot numbers fit 32 bits with one value left for no_slot.
   static constexpr std::uint64_t max_slots = no_slot;
 
-  std::uint64_t num_lines = 0;
-  std::uint32_t num_slots = 0;
-  std::uint64_t hand_offset = 0;     // uint64 x 1
-  std::uint64_t slots_offset = 0;    // uint64 x num_slots
-  std::uint64_t lines_offset = 0;    // uint32 x num_lines
-  std::uint64_t slot_of_offset = 0;  // uint32 x num_lines
-  std::uint64_t bytes = 0;
+  std::uint64_t num_lines = 0;       ///< lines of the data
+  std::uint32_t num_slots = 0;       ///< slots of the cache
+  std::uint64_t hand_offset = 0;     ///< the clock hand: uint64 x 1
+  std::uint64_t slots_offset = 0;    ///< slot words: uint64 x num_slots
+  std::uint64_t lines_offset = 0;    ///< line words: uint32 x num_lines
+  std::uint64_t slot_of_offset = 0;  ///< slot_of: uint32 x num_lines
+  std::uint64_t bytes = 0;           ///< the whole allocation
 
   /// Throws invalid_argument unless 1 <= num_lines <= max_lines and 1 <= num_slots <=
   /// max_slots.
@@ -263,14 +265,14 @@ struct cache_state_layout {
 class cache_state_ref {
  public:
   // line word
-  static constexpr std::uint32_t valid_bit = std::uint32_t{1} << 31;
-  static constexpr std::uint32_t busy_bit = std::uint32_t{1} << 30;
-  static constexpr std::uint32_t dirty_bit = std::uint32_t{1} << 29;
-  static constexpr std::uint32_t pin_mask = dirty_bit - 1;
+  static constexpr std::uint32_t valid_bit = std::uint32_t{1} << 31;  ///< line word: VALID
+  static constexpr std::uint32_t busy_bit = std::uint32_t{1} << 30;   ///< line word: BUSY
+  static constexpr std::uint32_t dirty_bit = std::uint32_t{1} << 29;  ///< line word: DIRTY
+  static constexpr std::uint32_t pin_mask = dirty_bit - 1;            ///< line word: pins
   // slot word
-  static constexpr std::uint64_t claimed_bit = std::uint64_t{1} << 63;
-  static constexpr std::uint64_t reference_bit = std::uint64_t{1} << 62;
-  static constexpr std::uint64_t owner_mask = reference_bit - 1;
+  static constexpr std::uint64_t claimed_bit = std::uint64_t{1} << 63;    ///< slot word: CLAIMED
+  static constexpr std::uint64_t reference_bit = std::uint64_t{1} << 62;  ///< slot word: REFERENCE
+  static constexpr std::uint64_t owner_mask = reference_bit - 1;  ///< slot word: the line held
   /// Rounds of 2 * num_slots clock probes before a sweep over every slot decides (a victim,
   /// cache_full when every slot is pinned, or more rounds while some slot is in transition).
   static constexpr std::uint32_t default_eviction_rounds = 4;
@@ -298,8 +300,11 @@ class cache_state_ref {
     eviction_rounds_ = eviction_rounds;
   }
 
+  /// Lines of the data.
   SQUEEZE_HOST_DEVICE std::uint64_t num_lines() const { return num_lines_; }
+  /// Slots of the cache.
   SQUEEZE_HOST_DEVICE std::uint32_t num_slots() const { return num_slots_; }
+  /// Clock rounds before a sweep decides (default_eviction_rounds by default).
   SQUEEZE_HOST_DEVICE std::uint32_t eviction_rounds() const { return eviction_rounds_; }
 
   /// Pins `line` (hit), or makes this thread its fetcher (must_fill, with a claimed slot and
@@ -606,6 +611,8 @@ inline void initialize_host_cache_state(void* storage, std::uint64_t num_lines,
 /// hands out the ref. Move-only; reset() only while no thread uses the ref.
 class host_cache_state {
  public:
+  /// An empty cache of `num_slots` slots over `num_lines` lines; throws invalid_argument for
+  /// sizes cache_state_layout::of refuses.
   host_cache_state(std::uint64_t num_lines, std::uint64_t num_slots,
                    std::uint32_t eviction_rounds = cache_state_ref::default_eviction_rounds)
       : layout_{cache_state_layout::of(num_lines, num_slots)},
@@ -615,7 +622,9 @@ class host_cache_state {
     ref_ = cache_state_ref{storage_.get(), num_lines, num_slots, eviction_rounds};
   }
 
+  /// The view the threads share.
   [[nodiscard]] cache_state_ref ref() const { return ref_; }
+  /// Where the arrays lie in data().
   [[nodiscard]] const cache_state_layout& layout() const { return layout_; }
   /// The raw metadata bytes (layout().bytes of them).
   [[nodiscard]] const std::byte* data() const { return storage_.get(); }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/graph.cuh: graph traversal over a CSR graph whose edge list sits behind a
 // bam::array (host memory read in place, or host memory behind the cache): the three ways
 // of walking it, the FirstVertexList built on the GPU, and BFS and connected components.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/io_service.hpp: the host I/O service that serves a file through the storage
 // queues of bam/queue.hpp (host only; compiles with g++).
 //
@@ -66,13 +67,14 @@ enum class queue_memory {
 /// How the file is opened.
 enum class file_access { read_only, read_write };
 
+/// The shape of an io_service: its queues, their staging, its threads, the file's access.
 struct io_service_config {
   std::uint32_t queues = 64;        ///< e.g. one per SM, or per group of warps
   std::uint32_t depth = 64;         ///< entries per queue (at most 65536)
   std::uint32_t line_bytes = 4096;  ///< staging bytes per entry: the cache line size
   std::uint32_t threads = 4;        ///< service threads (at most `queues` are used)
-  file_access access = file_access::read_only;
-  queue_memory memory = queue_memory::mapped;
+  file_access access = file_access::read_only;  ///< read_write for write-backs to reach the file
+  queue_memory memory = queue_memory::mapped;   ///< mapped (GPU clients) or host (tests)
   /// How long an idle service thread sleeps between polls after spinning and yielding.
   std::chrono::microseconds idle_sleep{50};
   /// Test hook, called before each pread/pwrite attempt: a nonzero errno makes the attempt
@@ -243,8 +245,11 @@ class io_service {
     SQUEEZE_EXPECTS(k < config_.queues, "bam::io_service::server: no queue " + std::to_string(k));
     return queue_server{shared_host_ + std::size_t{k} * layout_.shared_bytes(), layout_};
   }
+  /// The layout of each queue.
   [[nodiscard]] queue_layout layout() const noexcept { return layout_; }
+  /// The number of queues.
   [[nodiscard]] std::uint32_t size() const noexcept { return config_.queues; }
+  /// The file served.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
   /// The file's current size in bytes. Request at most file_bytes() - offset bytes of the
@@ -274,6 +279,7 @@ class io_service {
     throw io_error{std::to_string(n) + " storage request(s) failed; first: " + first_error()};
   }
 
+  /// Counts of the requests served so far.
   [[nodiscard]] io_stats stats() const noexcept {
     io_stats s;
     s.requests = requests_.load(std::memory_order_relaxed);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/queue.hpp: storage I/O queues between GPU threads and a host I/O service
 // (host and device).
 //
@@ -129,7 +130,7 @@ enum class io_op : std::uint32_t {
 
 /// One storage request: `length` bytes at byte `offset` of the backing file.
 struct io_request {
-  io_op op = io_op::read;
+  io_op op = io_op::read;        ///< read or write
   std::uint32_t length = 0;      ///< bytes, at most the queue's line_bytes
   std::uint64_t offset = 0;      ///< file offset in bytes
   std::uint64_t command_id = 0;  ///< the caller's tag (e.g. the line index); in host errors
@@ -139,6 +140,7 @@ struct io_request {
 struct io_completion {
   status code = status::ok;  ///< ok, io_error (short read, failed syscall), invalid_argument
   std::uint32_t bytes = 0;   ///< bytes transferred (valid even on error)
+  /// Whether the request succeeded.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr bool ok() const noexcept {
     return code == status::ok;
   }
@@ -153,24 +155,30 @@ struct queue_layout {
   static constexpr std::size_t entry_bytes = 64;     ///< one submission or completion entry
   static constexpr std::size_t region_align = 4096;  ///< shared region and staging base
   static constexpr std::uint32_t max_depth = 65536;  ///< an NVMe queue's limit
-  static constexpr std::uint32_t max_line_bytes = 1u << 30;
+  static constexpr std::uint32_t max_line_bytes = 1u << 30;  ///< the largest staging entry
 
+  /// Whether depth and line_bytes are in range.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr bool valid() const noexcept {
     return depth > 0 && depth <= max_depth && line_bytes > 0 && line_bytes <= max_line_bytes;
   }
+  /// x rounded up to a multiple of a.
   SQUEEZE_HOST_DEVICE static constexpr std::size_t round_up(std::size_t x, std::size_t a) noexcept {
     return (x + a - 1) / a * a;
   }
   // shared region (mapped host memory)
+  /// Shared region: where the submission entries start.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::size_t submission_offset() const noexcept {
     return block_bytes;
   }
+  /// Shared region: where the completion entries start.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::size_t completion_offset() const noexcept {
     return submission_offset() + std::size_t{depth} * entry_bytes;
   }
+  /// Shared region: where the staging buffers start.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::size_t staging_offset() const noexcept {
     return round_up(completion_offset() + std::size_t{depth} * entry_bytes, region_align);
   }
+  /// Bytes between two entries' staging buffers.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::size_t staging_stride() const noexcept {
     return round_up(line_bytes, block_bytes);
   }
@@ -179,6 +187,7 @@ struct queue_layout {
     return round_up(staging_offset() + std::size_t{depth} * staging_stride(), region_align);
   }
   // control region (device memory)
+  /// Control region: where the entries' turns start.
   [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr std::size_t turns_offset() const noexcept {
     return block_bytes;
   }
@@ -245,6 +254,7 @@ class ticket_ring {
   SQUEEZE_HOST_DEVICE ticket_ring(void* control, std::uint32_t depth) noexcept
       : control_{static_cast<detail::control_block*>(control)}, depth_{depth} {}
 
+  /// Entries in the ring.
   [[nodiscard]] SQUEEZE_HOST_DEVICE std::uint32_t depth() const noexcept { return depth_; }
   /// The entry a ticket uses.
   [[nodiscard]] SQUEEZE_HOST_DEVICE std::uint32_t entry(std::uint64_t ticket) const noexcept {
@@ -330,8 +340,11 @@ class queue_ref {
   SQUEEZE_HOST_DEVICE queue_ref(void* control, void* shared, queue_layout layout) noexcept
       : ring_{control, layout.depth}, shared_{static_cast<std::byte*>(shared)}, layout_{layout} {}
 
+  /// The queue's layout.
   [[nodiscard]] SQUEEZE_HOST_DEVICE queue_layout layout() const noexcept { return layout_; }
+  /// Entries in the queue.
   [[nodiscard]] SQUEEZE_HOST_DEVICE std::uint32_t depth() const noexcept { return layout_.depth; }
+  /// Staging bytes per entry.
   [[nodiscard]] SQUEEZE_HOST_DEVICE std::uint32_t line_bytes() const noexcept {
     return layout_.line_bytes;
   }
@@ -422,6 +435,7 @@ class queue_ref {
 class queue_set_ref {
  public:
   queue_set_ref() = default;
+  /// `count` queues of `layout` whose regions lie back to back from control and shared.
   SQUEEZE_HOST_DEVICE queue_set_ref(void* control, void* shared, std::uint32_t count,
                                     queue_layout layout) noexcept
       : control_{static_cast<std::byte*>(control)},
@@ -429,7 +443,9 @@ class queue_set_ref {
         count_{count},
         layout_{layout} {}
 
+  /// The number of queues.
   [[nodiscard]] SQUEEZE_HOST_DEVICE std::uint32_t size() const noexcept { return count_; }
+  /// The layout every queue has.
   [[nodiscard]] SQUEEZE_HOST_DEVICE queue_layout layout() const noexcept { return layout_; }
   /// Queue k (k < size()).
   [[nodiscard]] SQUEEZE_HOST_DEVICE queue_ref operator[](std::uint32_t k) const noexcept {
@@ -453,6 +469,7 @@ static_assert(std::is_trivially_copyable_v<queue_set_ref>);
 class queue_server {
  public:
   queue_server() = default;
+  /// The server of the queue whose shared region is at `shared_host` (its host address).
   queue_server(void* shared_host, queue_layout layout) noexcept
       : shared_{static_cast<std::byte*>(shared_host)}, layout_{layout} {}
 
@@ -469,6 +486,7 @@ class queue_server {
   [[nodiscard]] std::uint64_t consumed() const noexcept {
     return detail::system_atomic<std::uint64_t>{bell().consumed}.load(cuda::memory_order_relaxed);
   }
+  /// Records that tickets [0, tickets) have been taken by the host.
   void set_consumed(std::uint64_t tickets) const noexcept {
     detail::system_atomic<std::uint64_t>{bell().consumed}.store(tickets,
                                                                 cuda::memory_order_relaxed);
@@ -500,6 +518,7 @@ class queue_server {
     detail::system_atomic<std::uint64_t>{e.tag}.store(ticket + 1, cuda::memory_order_release);
   }
 
+  /// The queue's layout.
   [[nodiscard]] queue_layout layout() const noexcept { return layout_; }
 
  private:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/allreduce.cuh: ring and recursive-doubling allreduce that compress on the
 // wire (collective-level compression, Zhou et al., ISC 2024), over any coll::transport.
 //
@@ -86,7 +87,7 @@ namespace squeeze::coll {
 
 /// How one allreduce call runs.
 struct allreduce_options {
-  coll::algorithm algorithm = coll::algorithm::ring;
+  coll::algorithm algorithm = coll::algorithm::ring;  ///< the schedule (coll/schedule.hpp)
   /// Collective-level compression; false: the naive point-to-point variant (benchmarks).
   bool collective = true;
   /// When to check that every rank passed the same count, value type, op, algorithm, codec,
@@ -131,11 +132,11 @@ inline constexpr int max_slices = 8;
 /// part (a send without a local encoding, a step that receives nothing). Executors without
 /// slices report slice 0.
 struct step_trace {
-  int step = 0;
-  int slice = 0;
-  float encoded_us = 0;
-  float arrived_us = 0;
-  float consumed_us = 0;
+  int step = 0;           ///< the schedule's step
+  int slice = 0;          ///< the slice of the step's chunk (0 without slices)
+  float encoded_us = 0;   ///< the outgoing message was encoded
+  float arrived_us = 0;   ///< the transfer ended
+  float consumed_us = 0;  ///< what arrived was decoded (and reduced)
 };
 
 namespace detail {
@@ -158,6 +159,7 @@ constexpr std::size_t align16(std::size_t bytes) noexcept {
 template <transport Transport, class Codec = no_compression>
 class allreducer {
  public:
+  /// An allreducer over `transport` (kept by pointer: it must outlive the allreducer).
   explicit allreducer(Transport& transport, Codec codec = {})
       : transport_{&transport}, codec_{std::move(codec)} {}
 
@@ -250,9 +252,11 @@ class allreducer {
     return out;
   }
 
+  /// The codec the messages go through.
   [[nodiscard]] Codec& codec() noexcept { return codec_; }
   /// The call signatures checked so far (what verification::first_call skips).
   [[nodiscard]] const agreed_calls& agreed() const noexcept { return agreed_; }
+  /// The transport the steps go over.
   [[nodiscard]] Transport& transport() noexcept { return *transport_; }
   /// Bytes this rank sent in the last call (message sizes: the compression the wire saw).
   [[nodiscard]] std::size_t bytes_sent() const noexcept { return bytes_sent_; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/codec.hpp: what a collective asks of a codec, and the codec that sends raw.
 //
 // Host-compilable (the CUDA runtime API types only). A codec turns n values of T (float or
@@ -68,11 +69,13 @@ inline constexpr bool is_identity_codec = requires { requires C::identity; };
 /// Sends the values as they are: the collectives move them without a copy and reduce
 /// received chunks with a plain element-wise kernel.
 struct no_compression {
-  static constexpr bool identity = true;
-  static constexpr bool lossless = true;
-  static constexpr bool fixed_size = true;
-  static constexpr std::size_t granule = 4;  // 16-byte chunk boundaries for float
+  static constexpr bool identity = true;     ///< the collectives skip encode and decode
+  static constexpr bool lossless = true;     ///< the values arrive as sent
+  static constexpr bool fixed_size = true;   ///< n values are n * sizeof(T) bytes
+  static constexpr std::size_t granule = 4;  ///< 16-byte chunk boundaries for float
+  /// "none".
   static constexpr const char* name() noexcept { return "none"; }
+  /// n values' bytes.
   template <class T>
   static constexpr std::size_t max_wire_bytes(std::size_t n) noexcept {
     return n * sizeof(T);

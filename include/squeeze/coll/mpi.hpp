@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/mpi.hpp: the CUDA-aware MPI transport (MPI_Isend/MPI_Irecv on device
 // buffers, over a duplicate of the caller's communicator).
 //
@@ -77,6 +78,7 @@ inline MPI_Datatype mpi_type() noexcept {
   else if constexpr (std::is_same_v<T, int>) return MPI_INT;
   else static_assert(sizeof(T) == 0, "coll::mpi_type: float, double, uint64 or int");
 }
+/// The MPI operation of a reduce_op.
 inline MPI_Op mpi_op(core::reduce_op op) noexcept {
   return op == core::reduce_op::sum ? MPI_SUM : op == core::reduce_op::min ? MPI_MIN : MPI_MAX;
 }
@@ -102,8 +104,11 @@ enum class mpi_staging : std::uint8_t {
 /// The MPI transport (see the file comment).
 class mpi_transport {
  public:
-  static constexpr bool stream_ordered = false;
+  static constexpr bool stream_ordered = false;  ///< the host drives the steps
 
+  /// A transport over a duplicate of `comm` (MPI must be initialized); device buffers are
+  /// staged through pinned host memory when `staging` says so, or, by default, when MPI is
+  /// not CUDA-aware.
   explicit mpi_transport(MPI_Comm comm, mpi_staging staging = mpi_staging::automatic) {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -127,12 +132,16 @@ class mpi_transport {
     if (comm_ != MPI_COMM_NULL && finalized == 0) static_cast<void>(MPI_Comm_free(&comm_));
   }
 
+  /// This process's rank.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The number of ranks.
   [[nodiscard]] int size() const noexcept { return size_; }
+  /// The transport's own communicator (a duplicate of the one given).
   [[nodiscard]] MPI_Comm comm() const noexcept { return comm_; }
   /// Whether device buffers go through pinned host buffers.
   [[nodiscard]] bool staged() const noexcept { return staged_; }
 
+  /// Starts a step whose messages are ready once the work enqueued on `stream` is done.
   void begin(cudaStream_t stream) {
     stream_ = stream;
     stream_done_ = false;
@@ -145,6 +154,7 @@ class mpi_transport {
       copies_pending_ = false;
     }
   }
+  /// Posts the receive of `bytes` bytes from `peer` into `buffer` (MPI_Irecv).
   void recv(void* buffer, std::size_t bytes, int peer) {
     if (bytes == 0) return;
     void* into = buffer;
@@ -158,6 +168,7 @@ class mpi_transport {
       requests_.push_back(r);
     });
   }
+  /// Sends `bytes` bytes of `buffer` to `peer` (MPI_Isend), after the stream's earlier work.
   void send(const void* buffer, std::size_t bytes, int peer) {
     if (bytes == 0) return;
     if (!stream_done_) {  // the message is ready once the stream's earlier work is
@@ -176,6 +187,7 @@ class mpi_transport {
       requests_.push_back(r);
     });
   }
+  /// Waits for the step's sends and receives (MPI_Waitall); staged receives land on the stream.
   void end() {
     if (!requests_.empty()) {
       const int rc =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/mpi_nccl.hpp: starting NCCL from MPI: where a rank sits on its node, and an
 // owned NCCL communicator over an MPI communicator's ranks.
 //
@@ -19,12 +20,13 @@ namespace squeeze::coll {
 
 /// This process among the ranks of a communicator, and among those on its node.
 struct placement {
-  int rank = 0;
-  int size = 1;
+  int rank = 0;        ///< in `comm`
+  int size = 1;        ///< ranks of `comm`
   int local_rank = 0;  ///< among the ranks of `comm` that share this node
-  int local_size = 1;
+  int local_size = 1;  ///< ranks of `comm` on this node
 };
 
+/// Where this process sits in `comm` and on its node (collective: every rank calls it).
 inline placement placement_of(MPI_Comm comm) {
   placement p;
   SQUEEZE_MPI_TRY(MPI_Comm_rank(comm, &p.rank));
@@ -42,6 +44,7 @@ inline placement placement_of(MPI_Comm comm) {
 /// rank of `comm` constructs one.
 class nccl_communicator {
  public:
+  /// ncclCommInitRank over the ranks of `comm` (rank 0 makes the id, MPI_Bcast shares it).
   explicit nccl_communicator(MPI_Comm comm) {
     int rank = 0, size = 1;
     SQUEEZE_MPI_TRY(MPI_Comm_rank(comm, &rank));
@@ -56,6 +59,7 @@ class nccl_communicator {
   ~nccl_communicator() {
     if (comm_ != nullptr) static_cast<void>(ncclCommDestroy(comm_));
   }
+  /// The communicator, for nccl_transport.
   [[nodiscard]] ncclComm_t get() const noexcept { return comm_; }
 
  private:

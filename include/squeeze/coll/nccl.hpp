@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/nccl.hpp: the NCCL transport (ncclSend/ncclRecv in group calls on the
 // caller's stream, over the caller's communicator).
 //
@@ -72,6 +73,7 @@ constexpr ncclDataType_t nccl_type() noexcept {
   else if constexpr (std::is_same_v<T, std::uint64_t>) return ncclUint64;
   else static_assert(sizeof(T) == 0, "coll::nccl_type: float, double or uint64");
 }
+/// The NCCL operation of a reduce_op.
 constexpr ncclRedOp_t nccl_op(core::reduce_op op) noexcept {
   return op == core::reduce_op::sum ? ncclSum : op == core::reduce_op::min ? ncclMin : ncclMax;
 }
@@ -79,8 +81,9 @@ constexpr ncclRedOp_t nccl_op(core::reduce_op op) noexcept {
 /// The NCCL transport (see the file comment).
 class nccl_transport {
  public:
-  static constexpr bool stream_ordered = true;
+  static constexpr bool stream_ordered = true;  ///< steps are ordered on the stream
 
+  /// A transport over your communicator, which must outlive it.
   explicit nccl_transport(ncclComm_t comm) : comm_{comm} {
     SQUEEZE_EXPECTS(comm != nullptr, "coll::nccl_transport: null communicator");
     SQUEEZE_NCCL_TRY(comm_, ncclCommCount(comm_, &size_));
@@ -89,27 +92,34 @@ class nccl_transport {
   nccl_transport(const nccl_transport&) = delete;
   nccl_transport& operator=(const nccl_transport&) = delete;
 
+  /// This rank.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The number of ranks.
   [[nodiscard]] int size() const noexcept { return size_; }
+  /// The communicator.
   [[nodiscard]] ncclComm_t comm() const noexcept { return comm_; }
 
+  /// Starts a step on `stream` (ncclGroupStart).
   void begin(cudaStream_t stream) {
     stream_ = stream;
     SQUEEZE_NCCL_TRY(comm_, ncclGroupStart());
     in_group_ = true;
   }
+  /// Receives `bytes` bytes from `peer` into `buffer` in this step (ncclRecv).
   void recv(void* buffer, std::size_t bytes, int peer) {
     if (bytes == 0) return;
     guarded([&] {
       SQUEEZE_NCCL_TRY(comm_, ncclRecv(buffer, bytes, ncclUint8, peer, comm_, stream_));
     });
   }
+  /// Sends `bytes` bytes of `buffer` to `peer` in this step (ncclSend).
   void send(const void* buffer, std::size_t bytes, int peer) {
     if (bytes == 0) return;
     guarded([&] {
       SQUEEZE_NCCL_TRY(comm_, ncclSend(buffer, bytes, ncclUint8, peer, comm_, stream_));
     });
   }
+  /// Ends the step (ncclGroupEnd): its transfers are ordered on the stream.
   void end() {
     in_group_ = false;
     SQUEEZE_NCCL_TRY(comm_, ncclGroupEnd());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/schedule.hpp: the allreduce schedules, as pure functions of (rank, size, step).
 //
 // Host-compilable, no CUDA: the collectives in coll/allreduce.cuh walk these steps, and the
@@ -53,6 +54,7 @@ enum class algorithm : std::uint8_t {
   recursive_doubling,  ///< pairwise exchange of the whole buffer: log2 N steps (+2)
 };
 
+/// "ring" or "recursive_doubling".
 [[nodiscard]] inline const char* name(algorithm a) noexcept {
   return a == algorithm::ring ? "ring" : "recursive_doubling";
 }
@@ -73,20 +75,22 @@ enum class on_receive : std::uint8_t {
 
 /// One rank's part of one step. Chunks index a chunk_layout of `chunks(algorithm, size)`.
 struct step_plan {
-  int send_peer = -1;  ///< -1: no send
-  int send_chunk = -1;
-  send_source send = send_source::nothing;
-  int recv_peer = -1;  ///< -1: no receive
-  int recv_chunk = -1;
-  on_receive recv = on_receive::nothing;
+  int send_peer = -1;                       ///< -1: no send
+  int send_chunk = -1;                      ///< the chunk sent
+  send_source send = send_source::nothing;  ///< what is sent
+  int recv_peer = -1;                       ///< -1: no receive
+  int recv_chunk = -1;                      ///< the chunk received
+  on_receive recv = on_receive::nothing;    ///< what is done with it
   /// The rank keeps the decoded form of the message it sends from `round_trip_chunk` (or,
   /// without a send, of the message it would send) in place of its local values: lossy
   /// codecs, see the file comment. The decoded form of that very message, not an encode of
   /// the round-tripped values: a codec need not be idempotent.
   bool round_trip = false;
-  int round_trip_chunk = -1;
+  int round_trip_chunk = -1;  ///< the chunk whose values are round-tripped
 
+  /// Whether the rank sends in this step.
   [[nodiscard]] constexpr bool sends() const noexcept { return send != send_source::nothing; }
+  /// Whether the rank receives in this step.
   [[nodiscard]] constexpr bool receives() const noexcept { return recv != on_receive::nothing; }
   friend constexpr bool operator==(const step_plan&, const step_plan&) = default;
 };
@@ -237,11 +241,13 @@ inline void check_rank(int rank, int size, const char* who) {
 /// `per_chunk` elements, a multiple of `granule` (a codec's block, a vector width), so
 /// chunks start on granule boundaries; trailing chunks may be short or empty.
 struct chunk_layout {
-  std::size_t count = 0;
-  int parts = 1;
-  std::size_t per_chunk = 0;
+  std::size_t count = 0;      ///< elements in all
+  int parts = 1;              ///< chunks
+  std::size_t per_chunk = 0;  ///< elements of a full chunk
 
   chunk_layout() = default;
+  /// `count_` elements in `parts_` chunks on `granule` boundaries; throws invalid_argument
+  /// for parts_ < 1, granule 0 or sizes that do not fit.
   chunk_layout(std::size_t count_, int parts_, std::size_t granule = 1)
       : count{count_}, parts{parts_} {
     SQUEEZE_EXPECTS(parts_ >= 1, "coll::chunk_layout: parts = " + std::to_string(parts_));

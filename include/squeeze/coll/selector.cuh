@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/selector.cuh: picks, per message size, the transport's own allreduce
 // (ncclAllReduce, MPI_Allreduce), ring or recursive doubling, raw or compressed, from
 // timings of every candidate taken on this communicator's link.
@@ -69,8 +70,9 @@ enum class path : std::uint8_t {
   ring_compressed,          ///< ring with the codec
   recursive_doubling_compressed,
 };
-inline constexpr int path_count = 5;
+inline constexpr int path_count = 5;  ///< the number of candidates
 
+/// The candidate's name ("native", "ring", ..., "recursive_doubling+codec").
 [[nodiscard]] inline const char* name(path p) noexcept {
   switch (p) {
     case path::native: return "native";
@@ -82,11 +84,12 @@ inline constexpr int path_count = 5;
   return "?";
 }
 
+/// How a selector calibrates and chooses.
 struct selector_options {
   /// Message sizes (bytes) timed by calibrate(), ascending.
   std::vector<std::size_t> ladder{256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
-  int warmup = 3;
-  int repeats = 7;
+  int warmup = 3;   ///< untimed calls per candidate and size
+  int repeats = 7;  ///< timed calls per candidate and size (their median counts)
   /// A candidate other than `native` must be predicted this much faster to be chosen.
   double margin = 0.05;
   /// As allreduce_options::verify: when a call's arguments are checked across the ranks.
@@ -97,6 +100,7 @@ struct selector_options {
 template <native_allreduce_transport Transport, class Codec>
 class selector {
  public:
+  /// A selector over `t` (which must outlive it); uncalibrated, it always picks native.
   explicit selector(Transport& t, Codec codec = {}, selector_options options = {})
       : transport_{&t}, raw_{t}, compressed_{t, std::move(codec)}, options_{std::move(options)} {
     SQUEEZE_EXPECTS(!options_.ladder.empty() &&
@@ -129,6 +133,7 @@ class selector {
   /// variable-size codec's after a calibration on a sample.
   [[nodiscard]] bool codec_candidates() const noexcept { return codec_timed_; }
 
+  /// Whether calibrate() or set_measurements() has run.
   [[nodiscard]] bool calibrated() const noexcept { return !ms_.empty(); }
 
   /// The measurements: [rung][candidate] milliseconds, rungs as options().ladder.
@@ -145,6 +150,7 @@ class selector {
     ms_ = std::move(ms);
     codec_timed_ = codec_candidates;
   }
+  /// The options it was built with.
   [[nodiscard]] const selector_options& options() const noexcept { return options_; }
 
   /// The candidate for a message of `bytes` (native until calibrated).

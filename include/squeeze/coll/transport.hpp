@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/transport.hpp: what a collective asks of a transport, and its error type.
 //
 // Host-compilable. A transport moves bytes between the ranks of the user's communicator
@@ -46,9 +47,11 @@ namespace squeeze::coll {
 /// A transport call (NCCL, MPI) failed. code() is the library's own error code.
 class communication_error : public error {
  public:
+  /// The library's error `code`, with `message` (which names the call).
   communication_error(int code, std::string message,
                       const ::squeeze::source_location& where = ::squeeze::source_location::current())
       : error{std::move(message), where}, code_{code} {}
+  /// The library's own error code (ncclResult_t, an MPI error code).
   [[nodiscard]] int code() const noexcept { return code_; }
 
  private:
@@ -116,6 +119,7 @@ enum class verification : std::uint8_t {
   every_call,
 };
 
+/// "off", "first_call" or "every_call".
 [[nodiscard]] inline const char* name(verification v) noexcept {
   return v == verification::off ? "off" : v == verification::first_call ? "first_call" : "every_call";
 }
@@ -125,8 +129,8 @@ enum class verification : std::uint8_t {
 /// rank holds the same list, and remembers the most recent `capacity`.
 class agreed_calls {
  public:
-  static constexpr std::size_t capacity = 16;
-  static constexpr std::size_t most_values = 8;
+  static constexpr std::size_t capacity = 16;    ///< signatures remembered
+  static constexpr std::size_t most_values = 8;  ///< values in a signature
 
   /// Whether the ranks agree on `values`: checked across the ranks (collective) unless
   /// `v` is first_call and the signature was agreed before; true without a check when `v`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/arch.cuh: the thin layer of raw PTX and intrinsics everything above uses.
 //
 // Nothing outside core/ writes inline assembly: it goes here (or, for Hopper, in hopper.cuh
@@ -97,6 +98,7 @@ SQUEEZE_DEVICE uint4 shfl_up(uint4 v, unsigned delta, unsigned mask = full_warp_
   return uint4{__shfl_up_sync(mask, v.x, delta), __shfl_up_sync(mask, v.y, delta),
                __shfl_up_sync(mask, v.z, delta), __shfl_up_sync(mask, v.w, delta)};
 }
+/// __shfl_sync of the four words of v from lane src_lane.
 SQUEEZE_DEVICE uint4 shfl(uint4 v, int src_lane, unsigned mask = full_warp_mask) {
   return uint4{__shfl_sync(mask, v.x, src_lane), __shfl_sync(mask, v.y, src_lane),
                __shfl_sync(mask, v.z, src_lane), __shfl_sync(mask, v.w, src_lane)};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/backoff.hpp: a bounded backoff for spin loops, host and device.
 //
 //   core::backoff wait;                      // or core::backoff wait{2048} for a longer cap
@@ -15,14 +16,18 @@
 
 namespace squeeze::core {
 
+/// A spin loop's wait: sleeps that double up to a cap on the device, spins then yields on
+/// the host (see the top of this file).
 class backoff {
  public:
-  static constexpr std::uint32_t first_sleep_ns = 32;
-  static constexpr std::uint32_t host_spins = 64;
+  static constexpr std::uint32_t first_sleep_ns = 32;  ///< device: the first sleep
+  static constexpr std::uint32_t host_spins = 64;      ///< host: pauses before yielding
 
+  /// A backoff whose device sleeps stop doubling at max_sleep_ns.
   SQUEEZE_HOST_DEVICE explicit backoff(std::uint32_t max_sleep_ns = 1024) noexcept
       : max_sleep_ns_{max_sleep_ns} {}
 
+  /// Waits a little, longer each call (up to the cap).
   SQUEEZE_HOST_DEVICE void pause() noexcept {
 #if SQUEEZE_DEVICE_PASS
 #if __CUDA_ARCH__ >= 700

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/bits.hpp: bit utilities for host and device.
 //
 // Each function compiles to the hardware intrinsic on the GPU (__popc, __clz, __ffs,
@@ -225,6 +226,7 @@ SQUEEZE_HOST_DEVICE constexpr void write_bits(std::byte* bytes, std::uint64_t bi
 
 // ---- integer and pointer alignment -------------------------------------------------
 
+/// Whether x is a power of two (0 is not).
 template <class T>
 requires std::is_unsigned_v<T> SQUEEZE_HOST_DEVICE constexpr bool is_pow2(T x) noexcept {
   return x != 0 && (x & (x - 1)) == 0;

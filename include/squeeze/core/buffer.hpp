@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/buffer.hpp: owning RAII buffers for device memory and page-locked host
 // memory, and an owning CUDA stream.
 //
@@ -34,7 +35,9 @@ class stream {
     SQUEEZE_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     return greatest;
   }
+  /// Takes other's stream; other is left empty.
   stream(stream&& other) noexcept : handle_{std::exchange(other.handle_, nullptr)} {}
+  /// Swaps the two streams (the one given up is destroyed with `other`).
   stream& operator=(stream&& other) noexcept {
     std::swap(handle_, other.handle_);
     return *this;
@@ -45,8 +48,11 @@ class stream {
     if (handle_ != nullptr) static_cast<void>(cudaStreamDestroy(handle_));
   }
 
+  /// The handle.
   [[nodiscard]] cudaStream_t get() const noexcept { return handle_; }
+  /// The handle, where a cudaStream_t is asked for.
   operator cudaStream_t() const noexcept { return handle_; }  // NOLINT: a stream is a handle
+  /// Waits for the work on the stream (cudaStreamSynchronize); throws cuda_error.
   void synchronize() const { SQUEEZE_CUDA_TRY(cudaStreamSynchronize(handle_)); }
 
  private:
@@ -61,16 +67,20 @@ requires std::is_trivially_copyable_v<T>
 class device_buffer {
  public:
   device_buffer() = default;
+  /// `count` elements, cudaMalloc'ed (uninitialized).
   explicit device_buffer(std::size_t count) : size_{count} {
     if (count > 0) SQUEEZE_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
   }
+  /// `count` elements allocated on `stream` (cudaMallocAsync; uninitialized), freed there.
   device_buffer(std::size_t count, cudaStream_t stream)
       : size_{count}, stream_{stream}, stream_ordered_{true} {
     if (count > 0) {
       SQUEEZE_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes(), stream));
     }
   }
+  /// Takes other's memory; other is left empty.
   device_buffer(device_buffer&& other) noexcept { swap(other); }
+  /// Frees this buffer's memory and takes other's.
   device_buffer& operator=(device_buffer&& other) noexcept {
     device_buffer{std::move(other)}.swap(*this);
     return *this;
@@ -79,9 +89,13 @@ class device_buffer {
   device_buffer& operator=(const device_buffer&) = delete;
   ~device_buffer() { release(); }
 
+  /// The device pointer (null when empty).
   [[nodiscard]] T* data() const noexcept { return data_; }
+  /// Elements.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// size() * sizeof(T).
   [[nodiscard]] std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// Whether it holds no element.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
 
   /// Copies host data into the buffer's first `host.size()` elements, ordered on `stream`.
@@ -103,6 +117,7 @@ class device_buffer {
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(data_, byte, bytes(), stream));
   }
 
+  /// Exchanges the two buffers' memory.
   void swap(device_buffer& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
@@ -141,6 +156,7 @@ requires std::is_trivially_copyable_v<T>
 class pinned_buffer {
  public:
   pinned_buffer() = default;
+  /// `count` elements of page-locked host memory of the given kind (uninitialized).
   explicit pinned_buffer(std::size_t count, host_memory kind = host_memory::pinned)
       : size_{count}, kind_{kind} {
     if (count == 0) return;
@@ -158,7 +174,9 @@ class pinned_buffer {
       }
     }
   }
+  /// Takes other's memory; other is left empty.
   pinned_buffer(pinned_buffer&& other) noexcept { swap(other); }
+  /// Frees this buffer's memory and takes other's.
   pinned_buffer& operator=(pinned_buffer&& other) noexcept {
     pinned_buffer{std::move(other)}.swap(*this);
     return *this;
@@ -169,15 +187,22 @@ class pinned_buffer {
     if (data_ != nullptr) static_cast<void>(cudaFreeHost(data_));
   }
 
+  /// The host pointer (null when empty).
   [[nodiscard]] T* data() const noexcept { return data_; }
   /// The address kernels use; null unless the memory is mapped.
   [[nodiscard]] T* device_data() const noexcept { return device_data_; }
+  /// Elements.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// size() * sizeof(T).
   [[nodiscard]] std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// How the memory was allocated.
   [[nodiscard]] host_memory kind() const noexcept { return kind_; }
+  /// The elements, on the host.
   [[nodiscard]] std::span<T> span() const noexcept { return {data_, size_}; }
+  /// Element i, on the host.
   T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
+  /// Exchanges the two buffers' memory.
   void swap(pinned_buffer& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(device_data_, other.device_data_);

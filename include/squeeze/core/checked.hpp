@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/checked.hpp: size arithmetic on numbers that come from outside (file
 // headers, message fields): a result that does not fit is reported, never wrapped.
 //

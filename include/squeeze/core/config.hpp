@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/config.hpp: configuration macros shared by every header.
 //
 // Host-compilable: with g++ alone the device qualifiers vanish, so code written

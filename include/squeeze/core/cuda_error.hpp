@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/cuda_error.hpp: SQUEEZE_CUDA_TRY, turning a failed CUDA runtime call
 // into a squeeze::cuda_error that names the call, the error and the call site.
 //

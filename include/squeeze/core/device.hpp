@@ -1,13 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/device.hpp: is there a GPU, and what is it?
 //
-// detect_devices() never throws: tests, benches and the tour call it to decide between
-// running and reporting "skipped" with the reason the CUDA runtime gave.
+// detect_devices() never throws: tests, examples, benches and the tour call it to decide
+// between running and reporting "skipped". Without a GPU, device_presence::message() is the
+// line to show the user, the same everywhere:
+//   "no NVIDIA GPU or driver found (cudaErrorInsufficientDriver: no NVIDIA driver is installed)"
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "squeeze/core/cuda_error.hpp"
@@ -15,24 +19,69 @@
 namespace squeeze::core {
 
 struct device_presence {
-  int count = 0;       ///< CUDA devices visible to this process
-  std::string reason;  ///< why there are none, from the CUDA runtime; empty when count > 0
+  int count = 0;                    ///< CUDA devices visible to this process
+  cudaError_t error = cudaSuccess;  ///< what cudaGetDeviceCount returned
+  /// Why there are none: the CUDA error's name and what it means here, e.g.
+  /// "cudaErrorNoDevice: the NVIDIA driver finds no GPU"; empty when count > 0.
+  std::string reason;
   [[nodiscard]] bool present() const noexcept { return count > 0; }
+  /// The line to show the user when there is none: "no NVIDIA GPU or driver found (<reason>)";
+  /// empty when count > 0.
+  [[nodiscard]] std::string message() const {
+    return present() ? std::string{} : "no NVIDIA GPU or driver found (" + reason + ")";
+  }
 };
+
+namespace detail {
+
+/// "<major>.<minor>" of a CUDA version number as the runtime reports it (12020: "12.2").
+inline std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+/// device_presence::reason for cudaGetDeviceCount's result `e` and `count`. `driver` is
+/// cudaDriverGetVersion's (0: no driver installed), `runtime` cudaRuntimeGetVersion's, and
+/// `visible` the value of CUDA_VISIBLE_DEVICES (null when unset).
+inline std::string absence_reason(cudaError_t e, int count, int driver, int runtime,
+                                  const char* visible) {
+  const std::string name =
+      e == cudaSuccess ? std::string{} : cudaGetErrorName(e) + std::string{": "};
+  const std::string among =
+      visible != nullptr ? std::string{" among CUDA_VISIBLE_DEVICES=\""} + visible + '"' : "";
+  switch (e) {
+    case cudaSuccess: return count > 0 ? std::string{} : "the NVIDIA driver finds no GPU" + among;
+    case cudaErrorNoDevice: return name + "the NVIDIA driver finds no GPU" + among;
+    case cudaErrorInsufficientDriver:
+      if (driver == 0) return name + "no NVIDIA driver is installed";
+      return name + "the NVIDIA driver supports CUDA " + cuda_version_text(driver) +
+             ", this program needs " + cuda_version_text(runtime) + " or newer";
+    case cudaErrorStubLibrary:
+      return name + "only CUDA's stub driver library was found, no NVIDIA driver";
+    default: return name + cudaGetErrorString(e);
+  }
+}
+
+}  // namespace detail
 
 /// Counts the visible CUDA devices. Never throws.
 inline device_presence detect_devices() noexcept {
   device_presence p;
   try {
     int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
+    p.error = cudaGetDeviceCount(&count);
+    if (p.error != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
-      p.reason = std::string{cudaGetErrorName(e)} + ": " + cudaGetErrorString(e);
-      return p;
+      count = 0;
     }
     p.count = count;
-    if (count == 0) p.reason = "no CUDA device is visible";
+    if (count > 0) return p;
+    int driver = 0;
+    int runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = CUDART_VERSION;
+    static_cast<void>(cudaGetLastError());
+    p.reason = detail::absence_reason(p.error, count, driver, runtime,
+                                      std::getenv("CUDA_VISIBLE_DEVICES"));
   } catch (...) {
     p.count = 0;
     p.reason = "out of memory while querying CUDA devices";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/device_status.cuh: core::device_status, the owner of one status word in GPU
 // memory that kernels report to (first error wins), read back and turned into the matching
 // exception on a stream you name.
@@ -44,7 +45,9 @@ class device_status {
   /// memory cannot be had.
   explicit device_status(cudaStream_t stream) : word_{1}, host_{1} { reset(stream); }
 
+  /// Takes other's word; other is left empty.
   device_status(device_status&&) noexcept = default;
+  /// Frees this word and takes other's.
   device_status& operator=(device_status&&) noexcept = default;
   device_status(const device_status&) = delete;
   device_status& operator=(const device_status&) = delete;

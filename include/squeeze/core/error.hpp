@@ -1,10 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/error.hpp: the exceptions host code throws, and SQUEEZE_EXPECTS.
 //
-// Every host-side failure is a squeeze::error. Its what() reads
+// Every host-side failure is a squeeze::error. Its what() is for the person running the
+// program and reads
+//   "squeeze: <message>"
+// message() is <message> alone and where() the call site that raised it. what_and_where()
+// adds the call site, for logs and debugging:
 //   "squeeze: <message> [<file>:<line> in <function>]"
-// and message() / where() give the two parts apart. Device code never throws; it
-// reports a squeeze::status (core/status.hpp), which throw_if_error turns into the matching
-// exception on the host (core::device_status::check, core/device_status.cuh, uses it).
+// Device code never throws; it reports a squeeze::status (core/status.hpp), which
+// throw_if_error turns into the matching exception on the host (core::device_status::check,
+// core/device_status.cuh, uses it).
 #pragma once
 
 #include <cstdint>
@@ -53,33 +58,29 @@ class source_location {
 };
 #endif
 
-namespace detail {
-inline std::string describe(std::string_view message, const source_location& where) {
-  std::string text{"squeeze: "};
-  text += message;
-  text += " [";
-  text += where.file_name();
-  text += ':';
-  text += std::to_string(where.line());
-  text += " in ";
-  text += where.function_name();
-  text += ']';
-  return text;
-}
-}  // namespace detail
-
 /// Base of every exception squeeze throws.
 class error : public std::runtime_error {
  public:
   explicit error(std::string message, const source_location& where = source_location::current())
-      : std::runtime_error{detail::describe(message, where)},
-        message_{std::move(message)},
-        where_{where} {}
+      : std::runtime_error{"squeeze: " + message}, message_{std::move(message)}, where_{where} {}
 
-  /// The message alone, without the call site.
+  /// The message alone, without the "squeeze: " prefix.
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
   /// Where the error was raised.
   [[nodiscard]] const source_location& where() const noexcept { return where_; }
+  /// what() followed by the call site, for logs and debugging:
+  /// "squeeze: <message> [<file>:<line> in <function>]".
+  [[nodiscard]] std::string what_and_where() const {
+    std::string text{what()};
+    text += " [";
+    text += where_.file_name();
+    text += ':';
+    text += std::to_string(where_.line());
+    text += " in ";
+    text += where_.function_name();
+    text += ']';
+    return text;
+  }
 
  private:
   std::string message_;

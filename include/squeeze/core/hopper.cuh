@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/hopper.cuh: Hopper's asynchronous data movement, raw PTX (sm_90).
 //
 // Like arch.cuh, a thin per-thread layer: mbarriers (arrive, expect-tx, parity wait, and
@@ -114,6 +115,7 @@ SQUEEZE_DEVICE void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 #endif
 }
+/// Waits until every thread of the cluster has arrived (barrier.cluster.wait.acquire).
 SQUEEZE_DEVICE void cluster_wait() {
 #if SQUEEZE_HOPPER_PTX
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/launch.hpp: how squeeze sizes its grids, in one place.
 //
 //   core::sm_count()                            SMs of the current device (cached per device)
@@ -25,6 +26,7 @@
 #include <cstdint>
 
 #include "squeeze/core/cuda_error.hpp"
+#include "squeeze/core/error.hpp"
 
 namespace squeeze::core {
 
@@ -51,6 +53,25 @@ inline int sm_count() {
   SQUEEZE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (device < detail::cached_devices) cache[device].store(sms, std::memory_order_relaxed);
   return sms;
+}
+
+/// A non-negative number worked out by `compute(device)` the first time it is asked for on
+/// the current device, then kept: one cache per `Compute` type (each lambda is its own
+/// type, so each call site, and each instantiation of a template around it, has its own).
+/// Two threads that ask first at once may both compute it; they store the same answer.
+template <class Compute>
+int once_per_device(Compute&& compute) {
+  static std::array<std::atomic<int>, detail::cached_devices> cache{};  // answer + 1; 0: not yet
+  const int device = detail::current_device();
+  if (device < detail::cached_devices) {
+    if (const int known = cache[device].load(std::memory_order_acquire); known > 0) {
+      return known - 1;
+    }
+  }
+  const int value = compute(device);
+  SQUEEZE_EXPECTS(value >= 0, "core::once_per_device: the answer must be non-negative");
+  if (device < detail::cached_devices) cache[device].store(value + 1, std::memory_order_release);
+  return value;
 }
 
 /// The largest grid of "at most `blocks` blocks per SM" on the current device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/reduce_op.hpp: the element-wise reductions a collective applies.
 //
 // Host+device. Shared by coll:: (the collectives) and by codecs that decode straight into a
@@ -14,6 +15,7 @@ namespace squeeze::core {
 /// Element-wise reduction of two values.
 enum class reduce_op : std::uint8_t { sum, min, max };
 
+/// "sum", "min" or "max".
 [[nodiscard]] SQUEEZE_HOST_DEVICE constexpr const char* to_string(reduce_op op) noexcept {
   switch (op) {
     case reduce_op::sum: return "sum";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/report.cuh: how kernels report a status to the host.
 #pragma once
 

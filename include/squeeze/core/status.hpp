@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/status.hpp: what device code reports instead of throwing.
 //
 // Host+device. A kernel that meets bad input (an index past the end, a truncated
@@ -11,8 +12,10 @@
 
 namespace squeeze {
 
+/// What device code reports instead of throwing (core::report_status; first error wins);
+/// the host turns it into an exception with squeeze::throw_if_error.
 enum class status : std::uint32_t {
-  ok = 0,
+  ok = 0,                ///< no error
   invalid_argument = 1,  ///< a parameter is outside its range
   out_of_bounds = 2,     ///< an index or offset points outside the data it was given
   truncated = 3,         ///< the input ended before the data it describes
@@ -21,6 +24,7 @@ enum class status : std::uint32_t {
   cache_full = 6,        ///< every line of a software cache is pinned: nothing can be evicted
 };
 
+/// The status in words ("ok", "out of bounds", ...).
 SQUEEZE_HOST_DEVICE constexpr const char* to_string(status s) noexcept {
   switch (s) {
     case status::ok: return "ok";

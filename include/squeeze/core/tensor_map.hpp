@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/tensor_map.hpp: TMA tensor maps (CUtensorMap) for row-major 2-D matrices.
 //
 // The driver's encoder is reached through the runtime (cudaGetDriverEntryPointByVersion),

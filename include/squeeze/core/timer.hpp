@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/timer.hpp: stream-ordered timing of GPU regions with CUDA events.
 //
 //   core::event_timer t{stream};
@@ -30,10 +31,13 @@ namespace squeeze::core {
 /// that only orders streams (cheaper to record and wait on).
 class event {
  public:
+  /// Creates the event with cudaEventCreateWithFlags(flags); throws cuda_error.
   explicit event(unsigned flags = cudaEventDefault) {
     SQUEEZE_CUDA_TRY(cudaEventCreateWithFlags(&handle_, flags));
   }
+  /// Takes other's event; other is left empty.
   event(event&& other) noexcept : handle_{std::exchange(other.handle_, nullptr)} {}
+  /// Swaps the two events (the one given up is destroyed with `other`).
   event& operator=(event&& other) noexcept {
     std::swap(handle_, other.handle_);
     return *this;
@@ -43,8 +47,11 @@ class event {
   ~event() {
     if (handle_ != nullptr) static_cast<void>(cudaEventDestroy(handle_));
   }
+  /// The handle.
   [[nodiscard]] cudaEvent_t get() const noexcept { return handle_; }
+  /// Records the event on `stream` (cudaEventRecord).
   void record(cudaStream_t stream) { SQUEEZE_CUDA_TRY(cudaEventRecord(handle_, stream)); }
+  /// Waits until the work recorded before the event is done (cudaEventSynchronize).
   void synchronize() const { SQUEEZE_CUDA_TRY(cudaEventSynchronize(handle_)); }
 
  private:
@@ -54,8 +61,11 @@ class event {
 /// Times one region of work on one stream: the device time between start() and stop().
 class event_timer {
  public:
+  /// A timer of work on `stream`.
   explicit event_timer(cudaStream_t stream) : stream_{stream} {}
+  /// Records the start event on the stream.
   void start() { start_.record(stream_); }
+  /// Records the stop event on the stream.
   void stop() { stop_.record(stream_); }
   /// Milliseconds between the two events; blocks until the stop event has completed.
   [[nodiscard]] float elapsed_ms() const {
@@ -71,16 +81,18 @@ class event_timer {
   event stop_;
 };
 
+/// How core::collect and the timing loops built on it run the work.
 struct timing_options {
   int warmup = 3;    ///< untimed runs first (module load, caches, clocks)
   int repeats = 20;  ///< timed runs; each is timed alone with its own pair of events
 };
 
+/// Milliseconds over the timed runs.
 struct timing_summary {
-  double median_ms = 0.0;
-  double min_ms = 0.0;
-  double max_ms = 0.0;
-  int samples = 0;
+  double median_ms = 0.0;  ///< the median (of an even count: the mean of the middle two)
+  double min_ms = 0.0;     ///< the fastest run
+  double max_ms = 0.0;     ///< the slowest run
+  int samples = 0;         ///< timed runs
 };
 
 /// Summarizes samples (milliseconds); the median of an even count is the mean of the two
@@ -129,6 +141,8 @@ timing_summary time_region(cudaStream_t stream, timing_options options, Work&& w
 /// (module loads, cached queries) stays out of the capture.
 class captured_calls {
  public:
+  /// Captures `calls` calls of work() on `stream` into a graph and instantiates it; throws
+  /// invalid_argument for calls < 1, cuda_error when capture fails (the stream stays usable).
   template <class Work>
   captured_calls(cudaStream_t stream, int calls, Work&& work) : stream_{stream}, calls_{calls} {
     SQUEEZE_EXPECTS(calls >= 1, "core::captured_calls: calls must be at least 1");
@@ -151,7 +165,9 @@ class captured_calls {
   ~captured_calls() {
     if (exec_ != nullptr) static_cast<void>(cudaGraphExecDestroy(exec_));
   }
+  /// Replays the captured calls on the stream (cudaGraphLaunch).
   void launch() const { SQUEEZE_CUDA_TRY(cudaGraphLaunch(exec_, stream_)); }
+  /// The calls one launch() replays.
   [[nodiscard]] int calls() const noexcept { return calls_; }
 
  private:

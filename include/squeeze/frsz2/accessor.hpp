@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/accessor.hpp: mdspan-style accessor policies that read a vector stored as
 // float64, float32, float16, bfloat16 or FRSZ2 as one arithmetic type, so a solver changes
 // its storage by changing one type.
@@ -70,8 +71,9 @@ struct compressed_handle {
 /// writes (values per block; 1 for plain types).
 template <storage S>
 struct storage_traits {
-  static constexpr int block_size = 1;
-  static constexpr double bits_per_value = 8.0 * sizeof(S);
+  static constexpr int block_size = 1;                       ///< values written together
+  static constexpr double bits_per_value = 8.0 * sizeof(S);  ///< storage bits per value
+  /// "float64", "float32", "float16" or "bfloat16".
   static constexpr const char* name() noexcept {
     if constexpr (std::is_same_v<S, double>)
       return "float64";
@@ -83,12 +85,15 @@ struct storage_traits {
       return "bfloat16";
   }
 };
+/// An FRSZ2 format: written a block at a time; its 16-bit exponents count in its bits.
 template <int Bits, class Float, int BlockSize>
 struct storage_traits<format<Bits, Float, BlockSize>> {
-  using F = format<Bits, Float, BlockSize>;
-  static constexpr int block_size = BlockSize;
+  using F = format<Bits, Float, BlockSize>;     ///< the format
+  static constexpr int block_size = BlockSize;  ///< values written together (a block)
+  /// Storage bits per value, the block's exponent included.
   static constexpr double bits_per_value =
       (32.0 * F::words_per_block + 16.0) / static_cast<double>(BlockSize);
+  /// "frsz2_<Bits>".
   static constexpr const char* name() noexcept {
     constexpr const char* names[] = {
         "frsz2_0",  "frsz2_1",  "frsz2_2",  "frsz2_3",  "frsz2_4",  "frsz2_5",  "frsz2_6",
@@ -583,16 +588,19 @@ concept accessor_storage =
 template <accessor_storage Storage, class Arithmetic = double>
 struct accessor;
 
+/// The accessor of plain storage (double, float, __half, __nv_bfloat16, or one of them const).
 template <accessor_storage Storage, class Arithmetic>
 requires plain_storage<std::remove_const_t<Storage>>
 struct accessor<Storage, Arithmetic> {
   /// Whether values may be written (through the proxy reference).
   static constexpr bool writable = !std::is_const_v<Storage>;
-  using stored_type = std::remove_const_t<Storage>;
+  using stored_type = std::remove_const_t<Storage>;  ///< Storage without const
 
-  using offset_policy = accessor;
+  using offset_policy = accessor;  ///< mdspan: the accessor of an offset handle
+  /// mdspan: Arithmetic, const when read-only.
   using element_type = std::conditional_t<writable, Arithmetic, const Arithmetic>;
-  using data_handle_type = Storage*;
+  using data_handle_type = Storage*;  ///< mdspan: a pointer to the stored values
+  /// mdspan: a proxy that converts on read and on assignment; a value when read-only.
   using reference =
       std::conditional_t<writable, detail::plain_reference<stored_type, Arithmetic>, Arithmetic>;
 
@@ -602,12 +610,14 @@ struct accessor<Storage, Arithmetic> {
   requires(!writable && std::is_same_v<Other, stored_type>) SQUEEZE_HOST_DEVICE
       constexpr accessor(const accessor<Other, Arithmetic>&) noexcept {}
 
+  /// mdspan: value i (a proxy when writable).
   SQUEEZE_HOST_DEVICE reference access(data_handle_type p, std::size_t i) const noexcept {
     if constexpr (writable)
       return reference{p + i};
     else
       return detail::convert<Arithmetic>(p[i]);
   }
+  /// mdspan: the handle of value i.
   SQUEEZE_HOST_DEVICE data_handle_type offset(data_handle_type p, std::size_t i) const noexcept {
     return p + i;
   }
@@ -623,29 +633,35 @@ struct accessor<Storage, Arithmetic> {
   }
   /// load_vector in two steps: read_vector issues the load, decode_vector converts.
   using vector_type = detail::raw_vector<stored_type, Arithmetic>;
+  /// Loads values i .. i + 3 (the first half of load_vector).
   SQUEEZE_HOST_DEVICE vector_type read_vector(const stored_type* p, std::size_t i) const noexcept {
     return detail::read_vector<stored_type, Arithmetic>(p + i);
   }
+  /// Converts what read_vector loaded (the second half of load_vector).
   SQUEEZE_HOST_DEVICE void decode_vector(const vector_type& r,
                                          Arithmetic (&out)[vector_values]) const noexcept {
     detail::decode_vector(r, out);
   }
 };
 
+/// The accessor of FRSZ2 storage: read-only (a block is written whole, frsz2/compress.cuh).
 template <accessor_storage F, class Arithmetic>
 requires format_like<F>
 struct accessor<F, Arithmetic> {
-  using offset_policy = accessor;
-  using element_type = const Arithmetic;
-  using data_handle_type = compressed_handle<F>;
-  using reference = Arithmetic;  // read-only: writes go through whole blocks
+  using offset_policy = accessor;                 ///< mdspan: the accessor of an offset handle
+  using element_type = const Arithmetic;          ///< mdspan: read-only values
+  using data_handle_type = compressed_handle<F>;  ///< mdspan: payload, exponents, first index
+  using reference = Arithmetic;                   ///< read-only: writes go through whole blocks
+  /// mdspan: value i, decoded.
   SQUEEZE_HOST_DEVICE reference access(const data_handle_type& p, std::size_t i) const noexcept {
     return static_cast<Arithmetic>(detail::access_value<F>(p, i));
   }
+  /// mdspan: the handle of value i.
   SQUEEZE_HOST_DEVICE data_handle_type offset(data_handle_type p, std::size_t i) const noexcept {
     p.first += i;
     return p;
   }
+  /// Value i, decoded (as access).
   SQUEEZE_HOST_DEVICE Arithmetic load(const data_handle_type& p, std::size_t i) const noexcept {
     return access(p, i);
   }
@@ -659,10 +675,12 @@ struct accessor<F, Arithmetic> {
   /// load_vector in two steps, so a loop can issue all its reads before the first decode:
   /// read_vector loads the exponent word and the codes, decode_vector converts them.
   using vector_type = detail::raw_vector<F, Arithmetic>;
+  /// Loads the exponent word and the codes of values i .. i + 3.
   SQUEEZE_HOST_DEVICE vector_type read_vector(const data_handle_type& p,
                                               std::size_t i) const noexcept {
     return detail::read_vector<F, Arithmetic>(p, i);
   }
+  /// Decodes what read_vector loaded.
   SQUEEZE_HOST_DEVICE void decode_vector(const vector_type& r,
                                          Arithmetic (&out)[vector_values]) const noexcept {
     detail::decode_vector(r, out);
@@ -699,9 +717,9 @@ class tile_reader {
   using acc = accessor<S, Arithmetic>;
 
  public:
-  static constexpr int values = Values;
-  static constexpr int tile_values = 32 * Values;
-  using data_handle_type = typename acc::data_handle_type;
+  static constexpr int values = Values;                     ///< values a thread reads per tile
+  static constexpr int tile_values = 32 * Values;           ///< values a warp reads per tile
+  using data_handle_type = typename acc::data_handle_type;  ///< the accessor's handle
 
  private:
   static constexpr bool lean = [] {
@@ -711,8 +729,9 @@ class tile_reader {
       return false;
   }();
   struct fallback {  // other storage: Values / 4 accessor::read_vector reads
+    /// What read() loads for other storage: Values / 4 accessor::read_vector reads.
     struct raw {
-      typename acc::vector_type v[Values / vector_values];
+      typename acc::vector_type v[Values / vector_values];  ///< the reads
     };
   };
   using run_type = typename detail::tile_run<S, Values, lean>::type;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/array.cuh: an owning device array of n values in any storage (float64,
 // float32, float16, bfloat16, FRSZ2), written in bulk from fp64/fp32 values on a stream and
 // read in kernels through frsz2::accessor.
@@ -35,9 +36,11 @@ namespace squeeze::frsz2 {
 template <storage S>
 class array {
  public:
+  /// Values written together: store's `first` is a multiple of it.
   static constexpr int block_size = storage_traits<S>::block_size;
 
   array() = default;
+  /// Room for n values, allocated on `stream` (stream-ordered; uninitialized).
   explicit array(std::size_t n, cudaStream_t stream) : size_{n} {
     if constexpr (format_like<S>) {
       payload_ = core::device_buffer<std::uint32_t>{S::payload_words(n), stream};
@@ -47,6 +50,7 @@ class array {
     }
   }
 
+  /// Values.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   /// Bytes the values occupy in device memory.
   [[nodiscard]] std::size_t bytes() const noexcept {
@@ -56,8 +60,8 @@ class array {
       return values_.bytes();
   }
 
-  /// The view of the values in device memory: compressed_ref<S> for FRSZ2 (what compress
-  /// and the warp decoders take), std::span<S> for a plain storage.
+  /// The view of the values in device memory: `compressed_ref<S>` for FRSZ2 (what compress
+  /// and the warp decoders take), `std::span<S>` for a plain storage.
   [[nodiscard]] auto ref() const noexcept {
     if constexpr (format_like<S>)
       return compressed_ref<S>{payload_.data(), exponents_.data(), size_};

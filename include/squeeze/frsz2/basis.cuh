@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/basis.cuh: what a CB-GMRES Krylov basis may be stored as (basis_storage:
 // a plain type, or an FRSZ2 format of fp64 values) and how kernels see it (basis_ref).
 #pragma once
@@ -22,8 +23,8 @@ concept basis_storage = plain_storage<S> || fp64_format<S>;
 /// accessor handle `data` (stride a multiple of 128; the values past n are stored zeros).
 template <basis_storage S>
 struct basis_ref {
-  typename accessor<S, double>::data_handle_type data{};
-  std::size_t stride = 0;
+  typename accessor<S, double>::data_handle_type data{};  ///< vector 0's first value
+  std::size_t stride = 0;                                 ///< values from one vector to the next
 };
 
 }  // namespace squeeze::frsz2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/cb_gmres.cuh: compressed-basis GMRES (CB-GMRES): restarted GMRES whose Krylov
 // basis is stored as float64, float32, float16, bfloat16 or FRSZ2, all arithmetic in fp64.
 //
@@ -5,7 +6,8 @@
 //   frsz2::cb_gmres<frsz2::format<21>> solver{a.ref(), {.tolerance = 1e-10}, stream};
 //   frsz2::cb_gmres_result r = solver.solve(b, x);   // b, x: device spans; x holds x0 on entry
 //
-// The algorithm (the FRSZ2 paper's Fig. 1 without preconditioner, Ginkgo's CB-GMRES):
+// The algorithm (Fig. 1 of Grützmacher et al. (FRSZ2) without preconditioner, Ginkgo's
+// CB-GMRES):
 //   cycle: r = b - A x, recomputed (the true residual); the restart rules of gmres_control.hpp
 //          keep the best x seen (a cycle that made ||r|| 10x worse is undone and the next one
 //          is half as long) and stop on convergence, at max_iterations, or when restarts
@@ -58,6 +60,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "squeeze/core/arch_policy.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/buffer.hpp"
 #include "squeeze/core/config.hpp"
@@ -78,6 +81,7 @@ namespace squeeze::frsz2 {
 
 // ---- options, result, policy ----------------------------------------------------------------
 
+/// What a cb_gmres solve does: the restart length, when to stop, when to reorthogonalize.
 struct cb_gmres_options {
   int restart = 100;           ///< m: steps per cycle, >= 1 (the basis holds m + 1 vectors;
                                ///< m is capped at n, where the Krylov space is exhausted)
@@ -89,6 +93,7 @@ struct cb_gmres_options {
                                  ///< true residual (>= 1; gmres_control.hpp)
 };
 
+/// What a solve did: iterations, restarts, why it stopped, the residual, the time.
 struct cb_gmres_result {
   int iterations = 0;            ///< Arnoldi steps (one SpMV each), over all cycles
   int restarts = 0;              ///< cycles started after the first
@@ -120,14 +125,45 @@ struct cb_gmres_policy {
   static constexpr int max_batch = 512;        ///< basis vectors per multi-dot launch (shared mem)
 };
 
-/// The launch policy cb_gmres uses unless given one: cb_gmres_policy, with 3 blocks per SM
-/// (80 registers) for 16-bit storage and 2 (up to 128) for the others. Measured on an H200
-/// (2026-11-22, generated 108^3 matrix, ms per iteration at 2 / 3 blocks): float16 0.295 /
-/// 0.274, frsz2_16 0.365 / 0.354, but frsz2_21 0.426 / 0.444, frsz2_32 0.434 / 0.451 (their
-/// kernels spill under 80 registers), float64 0.599 / 0.596.
+/// The launch policy cb_gmres uses on Hopper (sm_90) unless given one: cb_gmres_policy, with
+/// 3 blocks per SM (80 registers) for 16-bit storage and 2 (up to 128) for the others.
+/// Measured on an H200 (2026-11-22, generated 108^3 matrix, ms per iteration at 2 / 3 blocks):
+/// float16 0.295 / 0.274, frsz2_16 0.365 / 0.354, but frsz2_21 0.426 / 0.444, frsz2_32 0.434 /
+/// 0.451 (their kernels spill under 80 registers), float64 0.599 / 0.596.
 template <class S>
-struct default_cb_gmres_policy : cb_gmres_policy {
+struct default_cb_gmres_policy_sm90 : cb_gmres_policy {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 90;
+  /// Launch bounds: 3 blocks per SM for 16-bit storage, 2 for the others (above).
   static constexpr int min_blocks_per_sm = storage_traits<S>::bits_per_value <= 17 ? 3 : 2;
+};
+
+/// The same on Ampere (sm_80 .. sm_89). Not measured on such a GPU (the project has none).
+/// block_threads, tiles_per_warp, max_blocks and max_batch shape the launches the host
+/// makes, so they equal sm_90's (checked below). min_blocks_per_sm and columns_in_flight only
+/// bound the kernels' registers and loads in flight: sm_90's values, as an A100 has the same
+/// 64 K registers per SM (the spills that rule out 3 blocks for frsz2_21 and frsz2_32 are the
+/// compiler's, the same there) and needs fewer bytes in flight for its ~2 TB/s than an H100.
+template <class S>
+struct default_cb_gmres_policy_sm80 : default_cb_gmres_policy_sm90<S> {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 80;
+};
+
+/// The launch policy cb_gmres uses unless given one: by the architecture compiled for.
+template <class S>
+struct default_cb_gmres_policy
+    : core::arch_policy<default_cb_gmres_policy_sm80<S>, default_cb_gmres_policy_sm90<S>> {
+  static_assert(default_cb_gmres_policy_sm80<S>::block_threads ==
+                        default_cb_gmres_policy_sm90<S>::block_threads &&
+                    default_cb_gmres_policy_sm80<S>::tiles_per_warp ==
+                        default_cb_gmres_policy_sm90<S>::tiles_per_warp &&
+                    default_cb_gmres_policy_sm80<S>::max_blocks ==
+                        default_cb_gmres_policy_sm90<S>::max_blocks &&
+                    default_cb_gmres_policy_sm80<S>::max_batch ==
+                        default_cb_gmres_policy_sm90<S>::max_batch,
+                "frsz2::default_cb_gmres_policy: the host shapes launches with these: one value "
+                "on every architecture");
 };
 
 namespace detail {
@@ -324,7 +360,9 @@ class cb_gmres {
     return res;
   }
 
+  /// The options the solver was built with.
   [[nodiscard]] const cb_gmres_options& options() const noexcept { return options_; }
+  /// n: the matrix's rows.
   [[nodiscard]] std::size_t rows() const noexcept { return n_; }
   /// Values between consecutive basis vectors.
   [[nodiscard]] std::size_t stride() const noexcept { return stride_; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/compress.cuh: warp-level FRSZ2 block compression and streaming decode, and
 // the bulk launchers built on them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/csr.cuh: the sparse matrix CB-GMRES multiplies by. csr_ref is the view
 // kernels take (by value); device_csr owns the arrays in device memory, uploaded from host
 // arrays after checking them.
@@ -22,12 +23,12 @@ namespace squeeze::frsz2 {
 /// A CSR matrix in device memory, as kernels see it (passed by value).
 ///   row_ptr [rows + 1], col_idx [nnz] (0-based), values [nnz]
 struct csr_ref {
-  std::int32_t rows = 0;
-  std::int32_t cols = 0;
-  std::int64_t nnz = 0;
-  const std::int32_t* row_ptr = nullptr;
-  const std::int32_t* col_idx = nullptr;
-  const double* values = nullptr;
+  std::int32_t rows = 0;                  ///< rows of the matrix
+  std::int32_t cols = 0;                  ///< columns of the matrix
+  std::int64_t nnz = 0;                   ///< stored entries
+  const std::int32_t* row_ptr = nullptr;  ///< [rows + 1]
+  const std::int32_t* col_idx = nullptr;  ///< [nnz], 0-based
+  const double* values = nullptr;         ///< [nnz]
 };
 
 /// An owned CSR matrix in device memory, uploaded from host arrays after checking them
@@ -36,6 +37,7 @@ struct csr_ref {
 class device_csr {
  public:
   device_csr() = default;
+  /// Checks the host arrays (invalid_argument naming the problem) and uploads them on `stream`.
   device_csr(std::int64_t rows, std::int64_t cols, std::span<const std::int32_t> row_ptr,
              std::span<const std::int32_t> col_idx, std::span<const double> values,
              cudaStream_t stream) {
@@ -76,12 +78,16 @@ class device_csr {
     }
   }
 
+  /// The device view (by value in kernels).
   [[nodiscard]] csr_ref ref() const noexcept {
     return {rows_,           cols_,           static_cast<std::int64_t>(values_.size()),
             row_ptr_.data(), col_idx_.data(), values_.data()};
   }
+  /// Rows.
   [[nodiscard]] std::int32_t rows() const noexcept { return rows_; }
+  /// Columns.
   [[nodiscard]] std::int32_t cols() const noexcept { return cols_; }
+  /// Stored entries.
   [[nodiscard]] std::int64_t nnz() const noexcept {
     return static_cast<std::int64_t>(values_.size());
   }

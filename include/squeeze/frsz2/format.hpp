@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/format.hpp: the FRSZ2 block-exponent format, its per-value codec (host and
 // device) and the host reference encoder and decoder.
 //
@@ -111,21 +112,23 @@ enum class rounding {
 /// IEEE facts of the two input types.
 template <class Float>
 struct ieee;
+/// binary64.
 template <>
 struct ieee<double> {
-  using bits_type = std::uint64_t;
-  static constexpr int mantissa_bits = 52;
-  static constexpr int exponent_bits = 11;
-  static constexpr int bias = 1023;
-  static constexpr std::uint32_t exponent_all_ones = 2047;
+  using bits_type = std::uint64_t;                          ///< an unsigned integer of its size
+  static constexpr int mantissa_bits = 52;                  ///< stored fraction bits
+  static constexpr int exponent_bits = 11;                  ///< exponent bits
+  static constexpr int bias = 1023;                         ///< exponent bias
+  static constexpr std::uint32_t exponent_all_ones = 2047;  ///< infinities and NaN
 };
+/// binary32.
 template <>
 struct ieee<float> {
-  using bits_type = std::uint32_t;
-  static constexpr int mantissa_bits = 23;
-  static constexpr int exponent_bits = 8;
-  static constexpr int bias = 127;
-  static constexpr std::uint32_t exponent_all_ones = 255;
+  using bits_type = std::uint32_t;                         ///< an unsigned integer of its size
+  static constexpr int mantissa_bits = 23;                 ///< stored fraction bits
+  static constexpr int exponent_bits = 8;                  ///< exponent bits
+  static constexpr int bias = 127;                         ///< exponent bias
+  static constexpr std::uint32_t exponent_all_ones = 255;  ///< infinities and NaN
 };
 
 /// The FRSZ2 format: `Bits` bits per value (sign and significand) of `Float` values, in
@@ -140,19 +143,20 @@ struct format {
   static_assert(BlockSize >= 1 && BlockSize <= 256 && (BlockSize & (BlockSize - 1)) == 0,
                 "frsz2::format: BlockSize must be a power of two in [1, 256]");
 
-  using float_type = Float;
+  using float_type = Float;                           ///< the values' type
   using bits_type = typename ieee<Float>::bits_type;  ///< holds one code
-  static constexpr int bits = Bits;
-  static constexpr int block_size = BlockSize;
-  static constexpr int words_per_block = (BlockSize * Bits + 31) / 32;
-  static constexpr int mantissa_bits = ieee<Float>::mantissa_bits;
-  static constexpr int bias = ieee<Float>::bias;
+  static constexpr int bits = Bits;                   ///< l: bits of a code
+  static constexpr int block_size = BlockSize;        ///< BS: values sharing an exponent
+  static constexpr int words_per_block = (BlockSize * Bits + 31) / 32;  ///< payload words
+  static constexpr int mantissa_bits = ieee<Float>::mantissa_bits;      ///< of Float
+  static constexpr int bias = ieee<Float>::bias;                        ///< of Float
+  /// Float's exponent of infinities and NaN.
   static constexpr std::uint32_t exponent_all_ones = ieee<Float>::exponent_all_ones;
-  static constexpr std::uint16_t nonfinite_flag = 0x8000;
-  static constexpr std::uint16_t reserved_bits = 0x7000;  ///< bits 12..14: must be 0
-  static constexpr std::uint16_t exponent_field = 0x0fff;
+  static constexpr std::uint16_t nonfinite_flag = 0x8000;  ///< exponent word: bit 15
+  static constexpr std::uint16_t reserved_bits = 0x7000;   ///< bits 12..14: must be 0
+  static constexpr std::uint16_t exponent_field = 0x0fff;  ///< exponent word: Eb, bits 0..11
   static constexpr bits_type q_max = (bits_type{1} << (Bits - 1)) - 1;  ///< largest magnitude
-  static constexpr bits_type sign_bit = bits_type{1} << (Bits - 1);
+  static constexpr bits_type sign_bit = bits_type{1} << (Bits - 1);     ///< a code's sign
   /// The largest q of a finite code at Eb = exponent_all_ones: 2^(l-2) - 1.
   static constexpr bits_type q_top = (bits_type{1} << (Bits - 2)) - 1;
   /// The most values a vector may hold: the most a decoded std::vector<Float> can hold

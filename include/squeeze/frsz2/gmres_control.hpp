@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/gmres_control.hpp: the host-side decisions of restarted (CB-)GMRES: the
 // small least-squares problem, when a cycle ends, and what a restart does with the result.
 // frsz2::cb_gmres runs them beside its kernels; a host GMRES can run them beside its own.
@@ -51,6 +52,7 @@ enum class cb_gmres_stop {
   breakdown,      ///< an exact breakdown (h_{j+1,j} = 0) left the residual above tolerance
 };
 
+/// "converged", "iteration cap", "stagnated", "diverged" or "breakdown".
 [[nodiscard]] constexpr const char* to_string(cb_gmres_stop s) noexcept {
   switch (s) {
     case cb_gmres_stop::converged: return "converged";
@@ -70,6 +72,7 @@ enum class step_end {
   lost_orthogonality,  ///< ||w|| > ||A v_j||: drop the step, end the cycle
 };
 
+/// How the step ends: h_next = ||w|| after Gram-Schmidt, omega = ||A v_j|| before it.
 [[nodiscard]] inline step_end arnoldi_step_end(double h_next, double omega) noexcept {
   if (h_next == 0.0) return step_end::breakdown;
   if (!(h_next <= omega)) return step_end::lost_orthogonality;  // (also NaN)
@@ -80,8 +83,10 @@ enum class step_end {
 /// rotations, and g = Q^T beta e_1.
 class hessenberg_lsq {
  public:
+  /// Room for cycles of up to m steps.
   explicit hessenberg_lsq(std::size_t m) : m_{m}, r_(m * (m + 1)), cs_(m), sn_(m), g_(m + 1) {}
 
+  /// Starts a cycle whose initial residual norm is beta (g = beta e_1).
   void reset(double beta) {
     std::fill(g_.begin(), g_.end(), 0.0);
     g_[0] = beta;
@@ -146,6 +151,7 @@ class restart_guard {
         steps_{full_},
         stagnation_{std::max(stagnation_restarts, 1)} {}
 
+  /// What to do at a restart.
   struct decision {
     bool save = false;                  ///< x is the best so far: keep a copy
     bool restore = false;               ///< put the best x back (x diverged, or the solve stops)
@@ -200,6 +206,7 @@ class restart_guard {
 
   /// ||b - A x|| of the best x (infinity before the first restart).
   [[nodiscard]] double best() const noexcept { return best_; }
+  /// best() / ||b||.
   [[nodiscard]] double best_relative() const noexcept { return best_ / bnorm_; }
 
  private:

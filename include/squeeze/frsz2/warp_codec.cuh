@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/warp_codec.cuh: the view of an FRSZ2-compressed vector in device memory
 // (compressed_ref) and the warp-level codec on it: block compression (warp_compressor) and
 // streaming decode (warp_decode), which frsz2/compress.cuh's bulk launchers run.
@@ -48,6 +49,7 @@ struct compressed_ref {
 /// Values per warp tile and the tile's payload words.
 template <format_like F>
 inline constexpr int tile_values = F::block_size > 32 ? F::block_size : 32;
+/// Payload words of one warp tile.
 template <format_like F>
 inline constexpr int tile_words = (tile_values<F> / F::block_size) * F::words_per_block;
 
@@ -56,17 +58,19 @@ inline constexpr int tile_words = (tile_values<F> / F::block_size) * F::words_pe
 template <format_like F>
 class warp_compressor {
  public:
-  using T = typename F::float_type;
-  using B = typename F::bits_type;
+  using T = typename F::float_type;                     ///< the values' type
+  using B = typename F::bits_type;                      ///< holds one code
   static constexpr int per_lane = tile_values<F> / 32;  ///< values each lane holds
   /// Whole words assembled from the lanes' codes by shuffles (lane j builds word j).
   static constexpr bool by_shuffles = F::block_size == 32 && F::bits <= 32;
 
+  /// The shared memory a warp's compressor uses; the caller places it (one per warp).
   struct TempStorage {
-    std::uint32_t words[by_shuffles ? 1 : tile_words<F>];
+    std::uint32_t words[by_shuffles ? 1 : tile_words<F>];  ///< the tile's payload words
   };
   static_assert(sizeof(TempStorage) <= 8192, "frsz2::warp_compressor: tile too large");
 
+  /// A compressor working in `ts` (the warp's own).
   SQUEEZE_DEVICE explicit warp_compressor(TempStorage& ts) : ts_{ts} {}
 
   /// This lane's values of tile `tile` of x[0..n) (+0 past n).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/wire.cuh: FRSZ2 as a fixed-rate wire codec for collectives.
 //
 //   coll::allreducer<coll::nccl_transport, frsz2::wire_codec<16>> ar{transport};
@@ -36,15 +37,17 @@ namespace squeeze::frsz2 {
 /// FRSZ2 with codes of `Bits` bits as a collective's codec (see the file comment).
 template <int Bits, rounding Mode = rounding::nearest>
 struct wire_codec {
-  static constexpr bool lossless = false;
-  static constexpr bool fixed_size = true;
+  static constexpr bool lossless = false;   ///< values arrive within FRSZ2's error bound
+  static constexpr bool fixed_size = true;  ///< the message size depends on n alone
   /// Chunks start on block boundaries, so each chunk is a whole FRSZ2 vector.
   static constexpr std::size_t granule = 32;
+  /// "frsz2_<Bits>".
   static const char* name() noexcept {
     static const std::string text = "frsz2_" + std::to_string(Bits);
     return text.c_str();
   }
 
+  /// The FRSZ2 format of a message of T values.
   template <class T>
   using format_for = format<Bits, T, 32>;
 
@@ -65,6 +68,8 @@ struct wire_codec {
             reinterpret_cast<std::uint16_t*>(base + F::payload_words(n) * 4), n};
   }
 
+  /// Writes the message of src[0, n) (device memory) to wire (max_wire_bytes<T>(n) bytes,
+  /// 16-byte aligned), ordered on s. The size is implied by n: *size is not written.
   template <class T>
   void encode(const T* src, std::size_t n, std::byte* wire, std::uint64_t* /*size*/,
               cudaStream_t s) const {
@@ -74,6 +79,8 @@ struct wire_codec {
     compress<format_for<T>>(src, n, view<T>(wire, n), s, Mode);
   }
 
+  /// dst[i] = value i of the message at wire, which must be max_wire_bytes<T>(n) bytes
+  /// (format_error otherwise), ordered on s.
   template <class T>
   void decode(const std::byte* wire, std::size_t bytes, std::size_t n, T* dst,
               cudaStream_t s) const {
@@ -84,6 +91,7 @@ struct wire_codec {
     decompress<format_for<T>>(view<T>(wire, n), 0, dst, n, s);
   }
 
+  /// dst[i] = op(dst[i], value i), decoding and reducing in one pass, ordered on s.
   template <class T>
   void decode_reduce(const std::byte* wire, std::size_t bytes, std::size_t n, T* dst,
                      core::reduce_op op, cudaStream_t s) const {

@@ -1,4 +1,6 @@
-// squeeze/ibp/cache.cuh: a compressed GPU cache of rows of an IBP set (IBP paper §5).
+// SPDX-License-Identifier: Apache-2.0
+// squeeze/ibp/cache.cuh: a compressed GPU cache of rows of an IBP set (Kamath et al.,
+// EuroSys 2026, §5).
 //
 // A static cache, filled once with the rows expected to be hot (an embedding table's
 // frequent ids, a graph's high-degree nodes): their stored bytes, compressed or raw as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/cache_ref.cuh: the device side of ibp's compressed cache (ibp/cache.cuh): the
 // handle of a cached row, the cache's view (compressed_cache_ref, by value in kernels), the
 // map's hash, and the warp-cooperative lookup of a row id (cache_find).
@@ -7,7 +8,7 @@
 //   bit 63          44 43  42   40 39                                    0
 //   | stored bytes (20) | c | slab (3) |          offset in the slab (40)     |
 //     c = 1: compressed (decode), 0: raw (copy); stored bytes: the row's stored length
-//     (the paper's spare bits), so a hit needs no other lookup
+//     (the spare bits of Kamath et al., EuroSys 2026), so a hit needs no other lookup
 //
 // Up to 8 slabs (one per GPU of a node, or several on one GPU), 1 TiB each, rows up to
 // 1 MiB - 1 bytes. The map is open addressing with linear probing, at most half full;

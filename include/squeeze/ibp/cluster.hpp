@@ -1,4 +1,6 @@
-// squeeze/ibp/cluster.hpp: clustered compression on the host (the IBP paper, §6.5).
+// SPDX-License-Identifier: Apache-2.0
+// squeeze/ibp/cluster.hpp: clustered compression on the host (Kamath et al., EuroSys
+// 2026 (IBP), §6.5).
 //
 // One codebook for a whole data set keeps only the bits that are invariant across all of
 // it. Rows with local trends compress better when the data set is cut into k clusters,
@@ -900,7 +902,7 @@ struct cluster_savings {
     if (original_bytes == 0) return 0.0;
     return 1.0 - static_cast<double>(stored_bytes) / static_cast<double>(original_bytes);
   }
-  /// 1 - (stored + metadata) / original: what the paper's Figure 14 plots.
+  /// 1 - (stored + metadata) / original: what Figure 14 of Kamath et al. plots.
   [[nodiscard]] double net_saving() const noexcept {
     if (original_bytes == 0) return 0.0;
     return 1.0 - static_cast<double>(stored_bytes + metadata_bytes()) /

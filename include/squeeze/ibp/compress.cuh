@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/compress.cuh: preprocessing and compression on the GPU.
 //
 //   counts = ibp::count_set_bits(rows, n, L, stream)        per-bit-position counters
@@ -8,9 +9,9 @@
 // for data sets larger than the GPU (read once per pass, 128 bytes per warp load). Every
 // result is bit-identical to the host reference in ibp/dataset.hpp, which the tests check.
 //
-// Compression runs in two passes, as in the paper: exact stored sizes (warp per row,
-// warp reduction), a prefix sum of them for the offsets (core/detail/scan.cuh: one launch
-// up to 4096 rows), then warp-per-row encoding:
+// Compression runs in two passes, as in Kamath et al., EuroSys 2026: exact stored sizes (warp
+// per row, warp reduction), a prefix sum of them for the offsets (core/detail/scan.cuh: one
+// launch up to 4096 rows), then warp-per-row encoding:
 // lanes own 16 / C consecutive chunks, a warp scan of their payload lengths gives each
 // field's bit offset, and fields are OR-ed into a zeroed shared-memory copy of the row
 // (fields of neighbouring lanes share words) before the warp writes the row out.
@@ -122,13 +123,13 @@ void stored_sizes(const std::byte* rows, std::size_t n, const codebook_ref& cb,
   });
 }
 
-/// The paper's threshold sweep on the GPU: for `steps` + 1 (<= 64) thresholds T evenly
-/// spaced from 0.70 n to n, the codebooks make_codebook builds from `counts` are sent to
-/// the GPU and the rows' total stored size under each measured there, in one pass over
-/// the rows (rows up to 4 KiB: each warp stages a row in shared memory and measures it
-/// under every codebook; longer rows or more thresholds: one pass per T); the codebook
-/// with the smallest total is kept (ties: the larger T). Pass a sample of the rows (and
-/// counts over the same sample) to preprocess faster still.
+/// The threshold sweep of Kamath et al., EuroSys 2026, on the GPU: for `steps` + 1 (<= 64)
+/// thresholds T evenly spaced from 0.70 n to n, the codebooks make_codebook builds from
+/// `counts` are sent to the GPU and the rows' total stored size under each measured there,
+/// in one pass over the rows (rows up to 4 KiB: each warp stages a row in shared memory and
+/// measures it under every codebook; longer rows or more thresholds: one pass per T); the
+/// codebook with the smallest total is kept (ties: the larger T). Pass a sample of the rows
+/// (and counts over the same sample) to preprocess faster still.
 template <compress_policy_like Policy = compress_policy>
 sweep_result sweep_threshold_on_gpu(const std::byte* rows, std::size_t n,
                                     std::span<const std::uint64_t> counts,

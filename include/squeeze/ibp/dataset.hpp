@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/dataset.hpp: host reference of IBP over a whole data set: preprocessing
 // (bit counters, Mask/Bitval for a threshold, the threshold sweep), compression into the
 // in-place and condensed layouts, and decompression with full validation.
@@ -91,7 +92,8 @@ inline std::vector<std::uint64_t> count_set_bits(std::span<const std::byte> data
 }
 
 /// Mask and Bitval for threshold T over N rows: a bit is invariant 1 when more than T
-/// rows have it set, invariant 0 when fewer than N - T do (the paper's rule, §4.1).
+/// rows have it set, invariant 0 when fewer than N - T do (the rule of Kamath et al.,
+/// EuroSys 2026, §4.1).
 inline codebook make_codebook(std::span<const std::uint64_t> counts, std::uint64_t rows,
                               std::uint64_t threshold, std::uint32_t chunk_bytes) {
   SQUEEZE_EXPECTS(counts.size() % 8 == 0 && !counts.empty(),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/decode.cuh: the warp-level IBP decoder users call in their own kernels.
 //
 //   __shared__ ibp::warp_decoder<>::TempStorage ts[warps_per_block];
@@ -48,6 +49,7 @@
 #include <type_traits>
 
 #include "squeeze/core/arch.cuh"
+#include "squeeze/core/arch_policy.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/core/status.hpp"
@@ -58,7 +60,10 @@
 
 namespace squeeze::ibp {
 
-struct decode_policy {
+/// The decoder's tuning on Hopper (sm_90).
+struct decode_policy_sm90 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 90;
   /// Largest stored row a decoder's workspace holds. 4 KiB rows at any savings.
   static constexpr std::uint32_t workspace_bytes = 4096;
   /// How load() fills the workspace: ordinary 16-byte loads (false) or cp.async (true).
@@ -72,6 +77,28 @@ struct decode_policy {
   static constexpr unsigned prefetch_waves = 2;
 };
 
+/// The decoder's tuning on Ampere (sm_80 .. sm_89). Not measured on such a GPU (the project
+/// has none); derived from sm_90's:
+/// - workspace_bytes: 4096, as it decides which rows decode at all: one value everywhere
+///   (checked below). 4 KiB a warp fits an A100's 164 KiB of shared memory per SM at the
+///   gather's 20 warps per SM (80 KiB).
+/// - async_loads: false. cp.async lost from mapped host memory on Hopper because its
+///   copies complete in order behind PCIe's latency; Ampere's cp.async is the same
+///   mechanism, so nothing suggests the other choice there.
+/// - prefetch_waves: 2. The rows it is sized for (stored in up to ~1 KiB) are the same, and
+///   an A100 has the same registers per SM; its lower PCIe bandwidth (~25 GB/s) needs
+///   fewer bytes in flight, not more.
+struct decode_policy_sm80 : decode_policy_sm90 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 80;
+};
+
+/// The default: by the architecture compiled for (core/arch_policy.hpp).
+struct decode_policy : core::arch_policy<decode_policy_sm80, decode_policy_sm90> {};
+
+static_assert(decode_policy_sm80::workspace_bytes == decode_policy_sm90::workspace_bytes,
+              "ibp::decode_policy: which rows decode must not depend on the architecture");
+
 // (clang-format 14 mangles concept definitions)
 // clang-format off
 template <class P>
@@ -84,12 +111,12 @@ concept decode_policy_like = requires {
 
 /// A stored row as a decoder reads it: where it lies, how it is stored, its codebook.
 struct row_source {
-  const std::byte* src = nullptr;
-  std::uint32_t stored = 0;       ///< bytes; unused for an in-place row (found from its bits)
-  bool in_place = false;          ///< in an in-place slot of tensor_bytes bytes
-  bool raw = false;               ///< in place only: the set's raw-row bit
-  xfer::readable_range readable;  ///< holds [src, src + stored) (in place: the slot)
-  codebook_ref codebook;
+  const std::byte* src = nullptr;  ///< the stored row (or its in-place slot)
+  std::uint32_t stored = 0;        ///< bytes; unused for an in-place row (found from its bits)
+  bool in_place = false;           ///< in an in-place slot of tensor_bytes bytes
+  bool raw = false;                ///< in place only: the set's raw-row bit
+  xfer::readable_range readable;   ///< holds [src, src + stored) (in place: the slot)
+  codebook_ref codebook;           ///< the row's mask and bit values
 };
 
 namespace detail {
@@ -478,11 +505,13 @@ class warp_decoder {
   /// Whether rows longer than the workspace are streamed through it (else reported).
   static constexpr bool streams = Streaming && Policy::workspace_bytes >= 1024;
 
+  /// The decoder's shared memory, placed by the caller (CUB's idiom): one per warp.
   struct TempStorage {
-    // The row's window, plus 16 bytes that bit-field reads may touch past its end.
+    /// The row's window, plus 16 bytes that bit-field reads may touch past its end.
     alignas(16) std::byte workspace[storage_bytes];
   };
 
+  /// A decoder of rows under `codebook` (a row_source may name its own), over `storage`.
   SQUEEZE_DEVICE warp_decoder(TempStorage& storage, codebook_ref codebook)
       : storage_{storage}, cb_{codebook} {}
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/format.hpp: the bit format of invariant bit packing, with the per-tensor
 // reference encoder and decoder. Host+device: the GPU kernels are checked bit for bit
 // against these functions.
@@ -83,10 +84,12 @@ struct codebook_ref {
     const std::uint64_t left = tensor_bytes - at;
     return static_cast<unsigned>(left < chunk_bytes ? left : chunk_bytes);
   }
+  /// Chunk i of Mask, a little-endian integer (0 past the last chunk).
   SQUEEZE_HOST_DEVICE constexpr std::uint64_t chunk_mask(std::uint32_t i) const noexcept {
     const unsigned len = chunk_len(i);
     return len == 0 ? 0 : load_chunk(mask + std::size_t{i} * chunk_bytes, len);
   }
+  /// Chunk i of Bitval, a little-endian integer (0 past the last chunk).
   SQUEEZE_HOST_DEVICE constexpr std::uint64_t chunk_bitval(std::uint32_t i) const noexcept {
     const unsigned len = chunk_len(i);
     return len == 0 ? 0 : load_chunk(bitval + std::size_t{i} * chunk_bytes, len);
@@ -109,13 +112,13 @@ struct codebook_ref {
 /// ibp::validate(cluster_set)) and c below `clusters`. Host code reads a cluster_set's
 /// checked cluster_of / book instead.
 struct cluster_ref {
-  const std::byte* masks = nullptr;
-  const std::byte* bitvals = nullptr;
-  const std::uint32_t* ids = nullptr;
-  std::uint32_t clusters = 0;
-  std::uint32_t id_bits = 0;
-  std::uint32_t tensor_bytes = 0;
-  std::uint32_t chunk_bytes = 4;
+  const std::byte* masks = nullptr;    ///< [clusters, tensor_bytes]
+  const std::byte* bitvals = nullptr;  ///< [clusters, tensor_bytes]
+  const std::uint32_t* ids = nullptr;  ///< [ceil(rows · id_bits / 32)], packed LSB-first
+  std::uint32_t clusters = 0;          ///< codebooks; 0: the set is not clustered
+  std::uint32_t id_bits = 0;           ///< bits of a row's cluster id (0 with one cluster)
+  std::uint32_t tensor_bytes = 0;      ///< L
+  std::uint32_t chunk_bytes = 4;       ///< C
 
   /// Codebook c; unchecked: c < clusters.
   SQUEEZE_HOST_DEVICE constexpr codebook_ref unchecked_book(std::uint32_t c) const noexcept {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/gather.cuh: batched gather of IBP-compressed rows by index, from mapped host
 // memory or device memory into a device tensor, decompressing on the way.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/gather_args.cuh: what an IBP gather reads and writes (gather_args: the
 // compressed set, the indices, the output rows), its tuning (gather_policy), and the shared
 // memory a block of its kernel needs. ibp::gather_rows (ibp/gather.cuh) and
@@ -16,6 +17,8 @@
 
 namespace squeeze::ibp {
 
+/// What a compressed gather reads and writes (ibp::gather_rows): plain parameters, passed by
+/// value to the kernel.
 template <class Index>
 struct gather_args {
   void* dst = nullptr;                     ///< [count, dst_stride] device memory
@@ -33,11 +36,12 @@ struct gather_args {
   status* status_out = nullptr;            ///< optional: the first error; untouched on success
 };
 
+/// The compressed gather's launch: its block, its occupancy bound and its decoder's tuning.
 struct gather_policy {
-  static constexpr int block_threads = 128;
+  static constexpr int block_threads = 128;  ///< threads a block (4 warps, a row each)
   /// The kernel's occupancy bound (__launch_bounds__): 5 blocks of 4 warps per SM.
   static constexpr int min_blocks_per_sm = 5;
-  using decode = decode_policy;
+  using decode = decode_policy;  ///< the warp decoder's tuning
 };
 
 // (clang-format 14 mangles concept definitions)

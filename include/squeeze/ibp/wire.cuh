@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/wire.cuh: IBP as a lossless, variable-size wire codec for collectives.
 //
 //   ibp::wire_codec codec;                            // owns a small device workspace
@@ -77,11 +78,12 @@ namespace squeeze::ibp {
 /// on the device that was current when it was first used (one codec per device).
 class wire_codec {
  public:
-  static constexpr bool lossless = true;
-  static constexpr bool fixed_size = false;
+  static constexpr bool lossless = true;     ///< every value arrives as sent
+  static constexpr bool fixed_size = false;  ///< a message's size depends on the data
   /// Chunks start on multiples of 32 values (128 or 256 bytes), so a chunk of an aligned
   /// buffer is 16-byte aligned and the kernels use vector loads and stores.
   static constexpr std::size_t granule = 32;
+  /// "ibp".
   static const char* name() noexcept { return "ibp"; }
 
   /// The buffer encode needs for n values: the compressed layout with every row raw. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/wire_format.hpp: the IBP wire message (n float or double values as one
 // self-describing, variable-size buffer: what ibp::wire_codec sends through a collective),
 // with its host reference encoder and decoder. Host+device: the layout arithmetic, the
@@ -73,20 +74,20 @@
 
 namespace squeeze::ibp {
 
-inline constexpr std::uint32_t wire_magic = 0x57504249u;  // "IBPW", read little-endian
-inline constexpr std::uint16_t wire_version = 1;
+inline constexpr std::uint32_t wire_magic = 0x57504249u;  ///< "IBPW", read little-endian
+inline constexpr std::uint16_t wire_version = 1;          ///< the format's version
 /// Longest row (L) of a message; the encoder uses min(this, n · V). 512 B is one warp group
 /// of ibp's encoder and decoder (16 bytes a lane), keeps the codebook at 1 KiB and the
 /// per-row metadata at 2.4 bytes a row (0.46 %), and the decoder's workspace small.
 inline constexpr std::uint32_t wire_max_row_bytes = 512;
 /// Rows per tile: one base offset and one raw-bit word per tile.
 inline constexpr std::uint32_t wire_tile_rows = 32;
-inline constexpr std::uint64_t wire_header_bytes = 64;
+inline constexpr std::uint64_t wire_header_bytes = 64;  ///< the header's size
 /// Thresholds the encoder measures (wire_threshold_percent(0 .. wire_candidates - 1)).
 inline constexpr int wire_candidates = 8;
 /// Message kinds (wire_header::kind).
 inline constexpr std::uint16_t wire_compressed = 0;
-inline constexpr std::uint16_t wire_raw = 1;
+inline constexpr std::uint16_t wire_raw = 1;  ///< the values follow the header as they are
 
 /// Threshold candidate k as a percentage of the rows that must agree on a bit for it to
 /// be invariant (100: every row; Kamath et al., EuroSys 2026, found 75-90 % best on their
@@ -116,8 +117,8 @@ SQUEEZE_HOST_DEVICE constexpr std::uint64_t wire_threshold(std::uint64_t rows,
 
 /// One byte of Mask and Bitval.
 struct wire_codebook_byte {
-  std::uint8_t mask = 0;
-  std::uint8_t bitval = 0;
+  std::uint8_t mask = 0;    ///< 1 where the bit is invariant
+  std::uint8_t bitval = 0;  ///< the invariant bits' values
 };
 
 /// Mask and Bitval of a byte whose 8 bits are set in ones[0..8) of `rows` rows, for
@@ -143,8 +144,8 @@ SQUEEZE_HOST_DEVICE constexpr wire_codebook_byte wire_codebook_bits(const Count*
 
 /// The message header (the first 64 bytes).
 struct wire_header {
-  std::uint32_t magic = 0;
-  std::uint16_t version = 0;
+  std::uint32_t magic = 0;              ///< wire_magic
+  std::uint16_t version = 0;            ///< wire_version
   std::uint8_t value_bytes = 0;         ///< V
   std::uint8_t chunk_bytes = 0;         ///< C (= V; 0 in a raw message)
   std::uint32_t row_bytes = 0;          ///< L (0 in a raw message)
@@ -196,19 +197,19 @@ SQUEEZE_HOST_DEVICE constexpr std::uint64_t wire_check_word(const wire_header& h
 /// (the sections before the payload take at most 0.6 · n · V + 2.2 KiB); callers with a
 /// value count from outside check that first (wire_data_bytes_fit; check_wire_header does).
 struct wire_layout {
-  std::uint64_t values = 0;
-  std::uint64_t data_bytes = 0;  ///< values · value_bytes
-  std::uint32_t value_bytes = 0;
+  std::uint64_t values = 0;          ///< n
+  std::uint64_t data_bytes = 0;      ///< values · value_bytes
+  std::uint32_t value_bytes = 0;     ///< V
   std::uint32_t row_bytes = 0;       ///< L (0 when there are no values)
   std::uint32_t last_row_bytes = 0;  ///< the last row's length (L when it is whole)
   std::uint64_t rows = 0;            ///< R
   std::uint64_t tiles = 0;           ///< G
-  std::uint64_t mask = 0;
-  std::uint64_t bitval = 0;
-  std::uint64_t bases = 0;
-  std::uint64_t raw = 0;
-  std::uint64_t sizes = 0;
-  std::uint64_t payload = 0;
+  std::uint64_t mask = 0;            ///< offset of Mask in the message
+  std::uint64_t bitval = 0;          ///< offset of Bitval
+  std::uint64_t bases = 0;           ///< offset of the tiles' base offsets
+  std::uint64_t raw = 0;             ///< offset of the raw-row bits
+  std::uint64_t sizes = 0;           ///< offset of the rows' stored sizes
+  std::uint64_t payload = 0;         ///< offset of the stored rows
 
   /// The layout for rows of row_bytes (> 0 unless values = 0).
   SQUEEZE_HOST_DEVICE static constexpr wire_layout of(std::uint64_t values,
@@ -338,6 +339,7 @@ enum class wire_fault : std::uint8_t {
   row_stream,     ///< a compressed row that does not decode (truncated or corrupt)
 };
 
+/// The fault in words ("no fault", ...).
 SQUEEZE_HOST_DEVICE constexpr const char* to_string(wire_fault f) noexcept {
   switch (f) {
     case wire_fault::none: return "no fault";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/csr.hpp: a host CSR (compressed sparse row) matrix, its construction from
 // coordinate entries, a validity check, and a reference sparse matrix-vector product.
 //
@@ -33,11 +34,11 @@ template <class Value = double, class Index = std::int32_t>
 struct csr_matrix {
   static_assert(std::is_integral_v<Index> && !std::is_same_v<Index, bool>,
                 "csr_matrix: Index must be an integer type");
-  using value_type = Value;
-  using index_type = Index;
+  using value_type = Value;  ///< the entries' type
+  using index_type = Index;  ///< row_ptr's and col_idx's type
 
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
+  std::int64_t rows = 0;       ///< rows of the matrix
+  std::int64_t cols = 0;       ///< columns of the matrix
   std::vector<Index> row_ptr;  ///< [rows + 1]
   std::vector<Index> col_idx;  ///< [nnz]
   std::vector<Value> values;   ///< [nnz]
@@ -51,9 +52,9 @@ struct csr_matrix {
 /// One entry of a matrix in coordinate form; row and col are 0-based.
 template <class Value = double>
 struct coordinate_entry {
-  std::int64_t row = 0;
-  std::int64_t col = 0;
-  Value value{};
+  std::int64_t row = 0;  ///< 0-based
+  std::int64_t col = 0;  ///< 0-based
+  Value value{};         ///< the entry
 };
 
 namespace detail {

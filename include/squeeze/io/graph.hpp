@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/graph.hpp: unweighted CSR graphs for the bam:: traversal examples and tests, in
 // four headers:
 //

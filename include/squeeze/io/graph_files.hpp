@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/graph_files.hpp: readers and writers of graph_types.hpp's graphs: edge-list
 // text, Matrix Market, and a binary file whose edge list a GPU can read through the bam cache
 // at a 4096-byte aligned offset.
@@ -61,7 +62,7 @@ struct edge_list_options {
 inline constexpr std::uint64_t graph_bytes_per_vertex = 12;
 
 /// Reads an edge list: one edge "u v" per line (whitespace separated, base-10), blank lines
-/// and lines whose first non-blank character is '#' or '%' skipped, '\r\n' accepted. The
+/// and lines whose first non-blank character is '#' or '%' skipped, `\r\n` accepted. The
 /// graph is cleaned up as the generators' (self-loops and duplicates dropped, lists sorted,
 /// symmetrized unless options.directed). `name` is what error messages call the input.
 /// Throws format_error naming the input and line for a malformed line, a negative id, 0 in a
@@ -264,7 +265,9 @@ inline void write_edge_list(const std::filesystem::path& path, const graph& g) {
 
 /// The alignment of the edge list in a graph file, and of the file's length.
 inline constexpr std::uint64_t graph_file_alignment = 4096;
+/// The version a graph file's header carries.
 inline constexpr std::uint32_t graph_file_version = 1;
+/// Bytes of a graph file's header.
 inline constexpr std::uint64_t graph_file_header_bytes = 64;
 
 namespace detail {
@@ -286,10 +289,10 @@ inline constexpr char graph_file_magic[8] = {'S', 'Q', 'Z', 'G', 'R', 'A', 'P', 
 
 /// The header of a graph file, as read_graph_binary_header returns it.
 struct graph_file_header {
-  std::uint32_t version = graph_file_version;
-  bool directed = false;
-  std::uint64_t num_vertices = 0;
-  std::uint64_t num_edges = 0;
+  std::uint32_t version = graph_file_version;          ///< the file's version
+  bool directed = false;                               ///< false: each edge is stored both ways
+  std::uint64_t num_vertices = 0;                      ///< vertices
+  std::uint64_t num_edges = 0;                         ///< stored neighbor entries
   std::uint64_t offsets_at = graph_file_header_bytes;  ///< byte offset of row_offsets
   std::uint64_t neighbors_at = 0;  ///< byte offset of neighbors; a multiple of 4096
   std::uint64_t file_bytes = 0;    ///< the file's length; a multiple of 4096

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/graph_generate.hpp: seeded graph generators: Kronecker / R-MAT as in Graph500
 // and GAP "kron", uniform random as GAP "urand" (graph_types.hpp's graph).
 //
@@ -101,7 +102,7 @@ struct kron_options {
   double b = 0.19;                 ///< top-right (u stays low, v goes high)
   double c = 0.19;                 ///< bottom-left; D = 1 - a - b - c
   bool permute_labels = true;      ///< relabel vertices by a random permutation (Graph500, GAP)
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1;          ///< the same seed gives the same graph
   unsigned threads = 0;  ///< 0: the hardware's (at most 256); the graph does not depend on it
 };
 
@@ -188,7 +189,7 @@ struct kron_options {
 struct urand_options {
   std::uint64_t num_vertices = std::uint64_t{1} << 20;  ///< <= graph_max_vertices
   std::uint64_t edge_factor = 16;  ///< edges drawn = edge_factor * num_vertices (GAP's -k)
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1;          ///< the same seed gives the same graph
   unsigned threads = 0;  ///< 0: the hardware's (at most 256); the graph does not depend on it
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/graph_reference.hpp: the host references that GPU traversals of
 // graph_types.hpp's graphs are checked against: BFS depths, connected components, and the
 // FirstVertexList of On-demand Implicit Tiling.
@@ -99,10 +100,10 @@ inline constexpr std::uint32_t unreached = std::numeric_limits<std::uint32_t>::m
   return count;
 }
 
-/// The FirstVertexList of On-demand Implicit Tiling (BaM thesis §6.3.4-6.3.5): the edge list
-/// is cut into lines of `elements_per_line` entries (a cache line of the edge array: 1024 for
-/// 4 KiB lines of 32-bit ids), and fvl[l] is the vertex that owns the first element of line
-/// l, i.e. the one vertex v with
+/// The FirstVertexList of On-demand Implicit Tiling (Mailthody, PhD thesis, UIUC 2022,
+/// §6.3.4-6.3.5): the edge list is cut into lines of `elements_per_line` entries (a cache line
+/// of the edge array: 1024 for 4 KiB lines of 32-bit ids), and fvl[l] is the vertex that owns
+/// the first element of line l, i.e. the one vertex v with
 ///
 ///   row_offsets[v] <= l * elements_per_line < row_offsets[v + 1]
 ///

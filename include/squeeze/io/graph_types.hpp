@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/graph_types.hpp: unweighted CSR graphs for the bam:: traversal examples and
 // tests: the graph type, its invariants (validate) and the builder from edges.
 //
@@ -51,6 +52,7 @@ struct graph {
   std::vector<std::uint32_t> neighbors;          ///< [num_edges], the edge list
   bool directed = false;                         ///< false: each edge is stored both ways
 
+  /// Vertices.
   [[nodiscard]] std::uint64_t num_vertices() const noexcept {
     return row_offsets.empty() ? 0 : row_offsets.size() - 1;
   }
@@ -68,8 +70,8 @@ struct graph {
 
 /// One edge u -> v (both ways when the graph is undirected).
 struct graph_edge {
-  std::uint32_t u = 0;
-  std::uint32_t v = 0;
+  std::uint32_t u = 0;  ///< from
+  std::uint32_t v = 0;  ///< to
 };
 
 namespace detail {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/idx.hpp: reads IDX files (the MNIST / Fashion-MNIST format).
 //
 //   magic: 0x00 0x00 <type> <ndims>, then ndims big-endian uint32 sizes, then the data
@@ -31,11 +32,13 @@
 
 namespace squeeze::io {
 
+/// An IDX file's array (the MNIST format): its type, dimensions and elements.
 struct idx_array {
   std::uint8_t type = 0;            ///< the IDX type code
   std::vector<std::uint32_t> dims;  ///< e.g. {60000, 28, 28}
   std::vector<std::byte> data;      ///< elements in host (little-endian) byte order
 
+  /// Bytes of one element of `type` (0 for an unknown type).
   [[nodiscard]] std::size_t element_bytes() const noexcept {
     switch (type) {
       case 0x08:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/matrix_market.hpp: reads and writes Matrix Market sparse matrices (.mtx, the
 // SuiteSparse Matrix Collection's format) as csr_matrix.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/npy.hpp: reads and writes NumPy .npy files (what np.save writes, np.load reads).
 //
 //   "\x93NUMPY" <major u8> <minor u8> <header length: u16 LE in 1.0, u32 LE in 2.0 and 3.0>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/read_limits.hpp: how much memory the readers of outside bytes in io/ may
 // allocate, and the one rule they all follow.
 //

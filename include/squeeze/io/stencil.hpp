@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/stencil.hpp: generated test matrices: the 3D convection-diffusion operator on a
 // regular grid, a stand-in for SuiteSparse's atmosmodd (1,270,432 rows, nonsymmetric).
 //

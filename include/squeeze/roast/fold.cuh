@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/fold.cuh: the fold of a module's weight gradient into dM through a workspace,
 // in a fixed order (deterministic) and at memory bandwidth.
 //
@@ -113,8 +114,11 @@ class gradient_fold {
     SQUEEZE_CUDA_TRY(cudaStreamSynchronize(stream));  // the host vectors die here
   }
 
+  /// The module this fold was built for.
   [[nodiscard]] const mapping& map() const noexcept { return map_; }
+  /// Strips of tile rows the fold takes a pass at a time.
   [[nodiscard]] std::uint64_t strips() const noexcept { return strips_; }
+  /// Strip i: its rows of W and where its tiles start in the workspace.
   [[nodiscard]] strip strip_at(std::uint64_t i) const noexcept {
     const std::uint64_t kb0 = i * rows_per_strip_;
     const std::uint64_t kb1 = std::min(map_.tiles_k(), kb0 + rows_per_strip_);
@@ -123,6 +127,7 @@ class gradient_fold {
   }
   /// Where backward_memory stores a strip's tiles (mapping::workspace_offset - base).
   [[nodiscard]] float* workspace() const noexcept { return workspace_.data(); }
+  /// Bytes of the workspace (one strip's tiles).
   [[nodiscard]] std::uint64_t workspace_bytes() const noexcept {
     return workspace_.size() * sizeof(float);
   }

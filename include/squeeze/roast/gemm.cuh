@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/gemm.cuh: ROAST-MM, the GEMM whose weight matrix is read through the hash.
 //
 //   forward          Y[batch x N]  = X[batch x K] . W            (W = the module's view of M)
@@ -13,7 +14,9 @@
 // dense one does. TF32 wgmma cannot read tiles transposed, so fp32 dX and dM take the
 // portable kernel, as does everything on other GPUs, `math::exact`, misaligned operands and
 // sign hashes on tiles narrower than 64 (detail/simt_gemm.cuh). The block shape is a launch
-// choice; the mapping never depends on it.
+// choice; the mapping never depends on it. Each entry point takes the tensor-core kernel's
+// tuning as its first template argument, a hopper_gemm_policy (gemm_policy.hpp):
+// roast::forward<roast::hopper_gemm_policy_n<128>>(...) fixes the block width, for example.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,6 +35,7 @@
 #include "squeeze/roast/detail/operand.cuh"
 #include "squeeze/roast/detail/simt_gemm.cuh"
 #include "squeeze/roast/fold.cuh"
+#include "squeeze/roast/gemm_policy.hpp"
 #include "squeeze/roast/mapping.hpp"
 
 namespace squeeze::roast {
@@ -42,24 +46,20 @@ enum class math {
   exact,         ///< fp32 FMA throughout
 };
 
+/// Run-time options of ROAST-MM's entry points (the tensor-core kernel's tuning is a policy,
+/// gemm_policy.hpp).
 struct gemm_options {
-  math mode = math::tensor_cores;
+  math mode = math::tensor_cores;  ///< how fp32 operands are multiplied
   /// backward_memory: when set (built once for this module, fold.cuh), dM is added in a
   /// fixed order through the fold's workspace, so repeated runs give identical bits.
   gradient_fold* fold = nullptr;
-  /// Output columns per block of the tensor-core kernels: 64, 128, 256, or 0 to choose by
-  /// the shape. A tuning knob only: results never depend on it beyond rounding.
-  int block_n = 0;
 };
 
 namespace detail {
 
 /// What every entry point checks about the module and the call.
 inline void check_call(const mapping& map, std::size_t element_bytes, std::uint64_t batch,
-                       const gemm_options& options, const char* what) {
-  SQUEEZE_EXPECTS(options.block_n == 0 || options.block_n == 64 || options.block_n == 128 ||
-                      options.block_n == 256,
-                  std::string(what) + ": options.block_n must be 0, 64, 128 or 256");
+                       const char* what) {
   SQUEEZE_EXPECTS(batch < (std::uint64_t{1} << 31),
                   std::string(what) + ": batch must be below 2^31");
   SQUEEZE_EXPECTS(map.rows() > 0, std::string(what) + ": the mapping is empty");
@@ -83,13 +83,13 @@ inline void check_memory(const void* memory, const char* what) {
 /// Y[batch x N] = X[batch x K] . W, W = the module `map` over M (`memory`, |M| elements of
 /// T, in the mapping's layout). X rows are `ldx` elements apart, Y rows `ldy`. Out is float
 /// or T. Asynchronous on `stream`.
-template <operand T, class Out>
+template <hopper_gemm_tuning Policy = hopper_gemm_policy, operand T, class Out>
 void forward(const T* x, std::uint64_t ldx, const T* memory, const mapping& map,
              std::uint64_t batch, Out* y, std::uint64_t ldy, cudaStream_t stream,
              const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::forward: Y is float or the operand type");
-  detail::check_call(map, sizeof(T), batch, options, "roast::forward");
+  detail::check_call(map, sizeof(T), batch, "roast::forward");
   detail::check_memory(memory, "roast::forward");
   SQUEEZE_EXPECTS(ldx >= map.rows() && ldy >= map.cols(),
                   "roast::forward: ldx must be >= K and ldy >= N");
@@ -106,22 +106,23 @@ void forward(const T* x, std::uint64_t ldx, const T* memory, const mapping& map,
                                          b32,
                                          static_cast<std::uint32_t>(map.cols()),
                                          static_cast<std::uint32_t>(map.rows())};
-    detail::dispatch_hopper_gemm<T, Out, detail::pass::forward>({x, ldx, batch, map.rows()}, {},
-                                                                args, options.block_n, stream);
+    detail::dispatch_hopper_gemm<Policy, T, Out, detail::pass::forward>({x, ldx, batch, map.rows()},
+                                                                        {}, args, stream);
     return;
   }
   detail::launch_simt(detail::simt_forward<T, Out>{x, ldx, memory, map, y, ldy, batch}, stream);
 }
 
 /// dX[batch x K] = dY[batch x N] . W^T. Tensor cores for bf16 and fp16 (TF32 wgmma cannot
-/// read W's tiles transposed: fp32 takes the portable kernel).
-template <operand T, class Out>
+/// read W's tiles transposed: fp32 takes the portable kernel, which is exact, so no option
+/// applies to dX today: `options` is taken for a signature like the other two passes').
+template <hopper_gemm_tuning Policy = hopper_gemm_policy, operand T, class Out>
 void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapping& map,
                     std::uint64_t batch, Out* dx, std::uint64_t lddx, cudaStream_t stream,
-                    const gemm_options& options = {}) {
+                    [[maybe_unused]] const gemm_options& options = {}) {
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, T>,
                 "roast::backward_input: dX is float or the operand type");
-  detail::check_call(map, sizeof(T), batch, options, "roast::backward_input");
+  detail::check_call(map, sizeof(T), batch, "roast::backward_input");
   detail::check_memory(memory, "roast::backward_input");
   SQUEEZE_EXPECTS(lddy >= map.cols() && lddx >= map.rows(),
                   "roast::backward_input: lddy must be >= N and lddx >= K");
@@ -138,8 +139,8 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
                                            static_cast<std::uint32_t>(batch),
                                            static_cast<std::uint32_t>(map.rows()),
                                            static_cast<std::uint32_t>(map.cols())};
-      detail::dispatch_hopper_gemm<T, Out, detail::pass::input>({dy, lddy, batch, map.cols()}, {},
-                                                                args, options.block_n, stream);
+      detail::dispatch_hopper_gemm<Policy, T, Out, detail::pass::input>(
+          {dy, lddy, batch, map.cols()}, {}, args, stream);
       return;
     }
   }
@@ -156,11 +157,11 @@ void backward_input(const T* dy, std::uint64_t lddy, const T* memory, const mapp
 /// of M adds them in a fixed order: runs give identical bits, and at large K x N it is
 /// faster than the atomics, whose throughput in L2 limits them.
 /// Tensor cores for bf16 and fp16.
-template <operand T>
+template <hopper_gemm_tuning Policy = hopper_gemm_policy, operand T>
 void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t lddy,
                      const mapping& map, std::uint64_t batch, float* dmemory, cudaStream_t stream,
                      const gemm_options& options = {}) {
-  detail::check_call(map, sizeof(T), batch, options, "roast::backward_memory");
+  detail::check_call(map, sizeof(T), batch, "roast::backward_memory");
   SQUEEZE_EXPECTS(ldx >= map.rows() && lddy >= map.cols(),
                   "roast::backward_memory: ldx must be >= K and lddy >= N");
   SQUEEZE_EXPECTS(dmemory != nullptr, "roast::backward_memory: dM must not be null");
@@ -197,9 +198,8 @@ void backward_memory(const T* x, std::uint64_t ldx, const T* dy, std::uint64_t l
                                                workspace,
                                                part.workspace_base,
                                                static_cast<std::uint32_t>(part.k_begin)};
-        detail::dispatch_hopper_gemm<T, float, detail::pass::memory>({dy, lddy, batch, map.cols()},
-                                                                     {x, ldx, batch, map.rows()},
-                                                                     args, options.block_n, stream);
+        detail::dispatch_hopper_gemm<Policy, T, float, detail::pass::memory>(
+            {dy, lddy, batch, map.cols()}, {x, ldx, batch, map.rows()}, args, stream);
       }
     } else {
       detail::launch_simt(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/lookup.cuh: ROBE embedding lookups on the GPU, through the hash of
 // lookup.hpp (which documents the layout and the bag semantics).
 //

@@ -1,11 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/lookup.hpp: ROBE embedding lookups, where each value of an embedding table
 // lives in the shared parameter array M (host and device), and the host references the
 // kernels of lookup.cuh are checked against.
 //
-// An embedding table W (rows x dim, one row per category; the paper's lookup L) is never
-// stored. Each row is cut into chunks of Z values (Z = `chunk`; the last chunk of a row is
-// short when Z does not divide dim); chunk c of row r is a contiguous run of M that starts at
-// a hashed offset, so values that are neighbours in a row are neighbours in M (ROBE-Z):
+// An embedding table W (rows x dim, one row per category; the lookup L of Desai, Zhou and
+// Shrivastava, ICML 2023) is never stored. Each row is cut into chunks of Z values (Z =
+// `chunk`; the last chunk of a row is short when Z does not divide dim); chunk c of row r is
+// a contiguous run of M that starts at a hashed offset, so values that are neighbours in a
+// row are neighbours in M (ROBE-Z):
 //
 //   W[r][j] = scale * g(r, c) * M[h(r, c) + (j mod Z)],   c = j / Z
 //     key       = r * chunks_per_row + c,   chunks_per_row = ceil(dim / Z)
@@ -13,7 +15,7 @@
 //                 P = 2^61 - 1, a and b drawn from the seed, every product exact in 64/128-bit
 //                 arithmetic; align = 4 values (16 bytes of fp32) when Z % 4 == 0, else 1;
 //                 slots = (|M| - Z) / align + 1, so a chunk never runs past the end of M
-//                 (the paper's hash range [0, |M| - Z]).
+//                 (their hash range [0, |M| - Z]).
 //     g(r, c)   = +1 or -1 from mix64(key ^ sign seed) (only when signs are on)
 //     scale     = the table's lambda
 //
@@ -103,12 +105,19 @@ class lookup_mapping {
     sign_seed_ = detail::mix64(desc.seed ^ 0x165667b19e3779f9ull);
   }
 
+  /// Rows of the table (categories).
   SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return rows_; }
+  /// Values a row has.
   SQUEEZE_HOST_DEVICE std::uint32_t dim() const { return dim_; }
+  /// Z: values a hashed chunk holds.
   SQUEEZE_HOST_DEVICE std::uint32_t chunk() const { return chunk_; }
+  /// |M|: values of the shared array.
   SQUEEZE_HOST_DEVICE std::uint64_t memory_size() const { return memory_size_; }
+  /// lambda, the table's scale.
   SQUEEZE_HOST_DEVICE float scale() const { return scale_; }
+  /// Whether the sign hash g is on.
   SQUEEZE_HOST_DEVICE bool signs() const { return signs_; }
+  /// ceil(dim / Z).
   SQUEEZE_HOST_DEVICE std::uint32_t chunks_per_row() const { return chunks_per_row_; }
   /// Values a chunk start is a multiple of: 4 (16 bytes of fp32) when Z % 4 == 0, else 1.
   SQUEEZE_HOST_DEVICE std::uint32_t alignment() const { return align_; }

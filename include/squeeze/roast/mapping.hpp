@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/mapping.hpp: where each weight of a ROAST module lives in the shared
 // parameter array M (host and device), and the host reference that materializes W.
 //
@@ -53,15 +54,15 @@ namespace squeeze::roast {
 
 /// The hash tile: `k` rows of W (along the reduction) by `n` columns.
 struct tile_shape {
-  std::uint32_t k = 64;
-  std::uint32_t n = 64;
+  std::uint32_t k = 64;  ///< rows of W a tile spans (along the reduction)
+  std::uint32_t n = 64;  ///< columns of W a tile spans
 };
 
 /// What a user says about one module (one weight matrix).
 struct module_desc {
   std::uint64_t rows = 0;  ///< K: the fan-in, rows of W
   std::uint64_t cols = 0;  ///< N: the fan-out, columns of W
-  tile_shape tile{};
+  tile_shape tile{};       ///< the hash tile's shape
   float scale = 1.0f;      ///< lambda, applied to every weight of the module
   std::uint64_t seed = 0;  ///< give each module its own
   bool signs = false;      ///< multiply each tile by a hashed +-1
@@ -110,12 +111,13 @@ SQUEEZE_HOST_DEVICE std::uint64_t mix64(std::uint64_t x) {
 
 /// The universal hash ((a*key + b) mod P) mod range, P = 2^61 - 1, drawn from a seed.
 struct universal_hash {
-  std::uint64_t a = 1;
-  std::uint64_t b = 0;
-  std::uint64_t range = 1;
+  std::uint64_t a = 1;      ///< the multiplier, in [1, P)
+  std::uint64_t b = 0;      ///< the offset, in [0, P)
+  std::uint64_t range = 1;  ///< values the hash takes: [0, range)
 
   friend bool operator==(const universal_hash&, const universal_hash&) = default;
 
+  /// The hash drawn from `seed` (a and b from a 64-bit mix of it) onto [0, range).
   static universal_hash from_seed(std::uint64_t seed, std::uint64_t range) {
     universal_hash h;
     h.a = 1 + detail::mix64(seed) % (detail::mersenne61 - 1);
@@ -134,9 +136,9 @@ struct universal_hash {
 
 /// The in-tile order o(i, j) described above, for one element size.
 struct tile_layout {
-  std::uint32_t tile_k = 64;
-  std::uint32_t tile_n = 64;
-  std::uint32_t element_bytes = 4;
+  std::uint32_t tile_k = 64;        ///< the tile's rows (k)
+  std::uint32_t tile_n = 64;        ///< the tile's columns (n)
+  std::uint32_t element_bytes = 4;  ///< bytes of one value of M (4, or 2 for bf16 and fp16)
 
   friend bool operator==(const tile_layout&, const tile_layout&) = default;
 
@@ -211,15 +213,25 @@ class mapping {
   /// The same module over the same M: every weight at the same place with the same factor.
   friend bool operator==(const mapping&, const mapping&) = default;
 
+  /// K: rows of W.
   SQUEEZE_HOST_DEVICE std::uint64_t rows() const { return rows_; }
+  /// N: columns of W.
   SQUEEZE_HOST_DEVICE std::uint64_t cols() const { return cols_; }
+  /// |M|: values of the shared array the tiles are hashed into.
   SQUEEZE_HOST_DEVICE std::uint64_t memory_size() const { return memory_size_; }
+  /// The hash tile's shape.
   SQUEEZE_HOST_DEVICE tile_shape tile() const { return {layout_.tile_k, layout_.tile_n}; }
+  /// The in-tile order of the values.
   SQUEEZE_HOST_DEVICE const tile_layout& layout() const { return layout_; }
+  /// Bytes of one value of M.
   SQUEEZE_HOST_DEVICE std::uint32_t element_bytes() const { return layout_.element_bytes; }
+  /// lambda, the module's scale.
   SQUEEZE_HOST_DEVICE float scale() const { return scale_; }
+  /// Whether the sign hash g is on.
   SQUEEZE_HOST_DEVICE bool signs() const { return signs_; }
+  /// Tiles along K: ceil(K / tile().k).
   SQUEEZE_HOST_DEVICE std::uint64_t tiles_k() const { return tiles_k_; }
+  /// Tiles along N: ceil(N / tile().n).
   SQUEEZE_HOST_DEVICE std::uint64_t tiles_n() const { return tiles_n_; }
   /// Distinct tile starts: |M| - Z1*Z2 rounded down to the alignment, over the alignment, + 1.
   SQUEEZE_HOST_DEVICE std::uint64_t slots() const { return hash_.range; }

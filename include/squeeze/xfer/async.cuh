@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/async.cuh: asynchronous copies into shared memory, so a warp can decode
 // one piece while the next is still on its way.
 //
@@ -180,7 +181,7 @@ SQUEEZE_DEVICE smem_window warp_load(void* smem, const void* src, std::size_t n,
 template <unsigned Waves>
 struct warp_staged_load {
   static_assert(Waves >= 1, "warp_staged_load: at least one wave of granules");
-  uint4 granules[Waves];
+  uint4 granules[Waves];  ///< this lane's loaded granules, in registers
 
   /// Issues this lane's loads of the range's first Waves · 32 granules; does not wait.
   SQUEEZE_DEVICE void issue(const void* src, std::size_t n, readable_range readable) {
@@ -225,6 +226,7 @@ SQUEEZE_DEVICE smem_window block_load_async(void* smem, const void* src, std::si
   return detail::for_each_granule(smem, detail::make_plan(smem, src, n), n, detail::block_rank(),
                                   BlockThreads, detail::cp_async_granule);
 }
+/// Block-cooperative bounded load (see warp_load_bounded_async). Does not commit.
 template <int BlockThreads>
 SQUEEZE_DEVICE smem_window block_load_bounded_async(void* smem, const void* src, std::size_t lower,
                                                     std::size_t upper) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/bounds.hpp: the arithmetic of aligned reads, host+device.
 //
 //   segment_bytes   the aligned read unit (a coalesced transaction, a PCIe read request)
@@ -25,9 +26,10 @@ inline constexpr std::size_t granule_bytes = 16;
 /// lie inside that range, which saves a warp instruction and its memory requests per
 /// misaligned edge. Bytes outside [src, src + n) are never written.
 struct readable_range {
-  std::uintptr_t begin = 0;
-  std::uintptr_t end = 0;
+  std::uintptr_t begin = 0;  ///< the first readable address
+  std::uintptr_t end = 0;    ///< one past the last
 
+  /// The range [p, p + bytes).
   SQUEEZE_HOST_DEVICE static readable_range of(const void* p, std::size_t bytes) noexcept {
     const auto b = reinterpret_cast<std::uintptr_t>(p);
     return {b, b + bytes};
@@ -46,6 +48,7 @@ SQUEEZE_HOST_DEVICE constexpr std::size_t bounded_length(std::uintptr_t src, std
   const std::size_t to_boundary = core::align_up<std::uintptr_t>(src + lower, segment_bytes) - src;
   return to_boundary < upper ? to_boundary : upper;
 }
+/// bounded_length of the address src.
 SQUEEZE_HOST_DEVICE std::size_t bounded_length(const void* src, std::size_t lower,
                                                std::size_t upper) noexcept {
   return bounded_length(reinterpret_cast<std::uintptr_t>(src), lower, upper);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/copy.cuh: warp- and block-cooperative copies that read their source in
 // 128-byte aligned, coalesced segments whatever its alignment.
 //
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "squeeze/core/arch_policy.hpp"
 #include "squeeze/core/bits.hpp"
 #include "squeeze/core/config.hpp"
 #include "squeeze/xfer/bounds.hpp"
@@ -25,14 +27,32 @@
 
 namespace squeeze::xfer {
 
-/// Tuning of the synchronous copies.
-struct copy_policy {
+/// Tuning of the synchronous copies on Hopper (sm_90).
+struct copy_policy_sm90 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 90;
   /// Waves of loads (32 lanes x 16 B = 512 B each) a lane issues before it stores any.
   /// 4 waves keep 2 KiB per warp in flight: with 24+ warps per SM that covers PCIe
   /// latency (~1-2 us x 55 GB/s ~ 100 KB per GPU) many times over. 8 waves measured no
   /// faster from 1 KiB rows up and 14 % slower at 64 B (H200, docs/RESULTS.md, xfer).
   static constexpr int waves_in_flight = 4;
 };
+
+/// Tuning of the synchronous copies on Ampere (sm_80 and up to sm_89). Not measured on such
+/// a GPU (the project has none); derived from sm_90's by the hardware's differences.
+struct copy_policy_sm80 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 80;
+  /// 4, as on sm_90: by Little's law an A100 needs fewer bytes in flight than an H100
+  /// (HBM2e ~2 TB/s x ~0.6 us ~ 1.2 MB, PCIe 4 ~25 GB/s x ~2 us ~ 50 KB per GPU) and has
+  /// the same 64 warps and 64 K registers per SM, so 2 KiB per warp over 108 SMs still
+  /// covers both several times; fewer waves would only lose where a row is one wave.
+  static constexpr int waves_in_flight = 4;
+};
+
+/// The default: copy_policy_sm80 or copy_policy_sm90 by the architecture compiled for
+/// (core/arch_policy.hpp). Only device code reads it.
+struct copy_policy : core::arch_policy<copy_policy_sm80, copy_policy_sm90> {};
 
 // (clang-format 14 mangles concept definitions)
 // clang-format off

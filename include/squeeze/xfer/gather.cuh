@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/gather.cuh: gather rows selected by an index array, from mapped host
 // memory (or any device-accessible memory) into device memory.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/mapped_memory.hpp: host memory that kernels read directly (zero-copy).
 //
 //   auto buf  = xfer::allocate_mapped<float>(n);          // new pinned + mapped memory
@@ -37,9 +38,12 @@ core::pinned_buffer<T> allocate_mapped(std::size_t count, bool write_combined = 
 /// unregisters it on destruction. The range must outlive the registration.
 class host_registration {
  public:
+  /// Whether kernels may write the range (read_only: cudaHostRegisterReadOnly).
   enum class access { read_write, read_only };
 
   host_registration() = default;
+  /// Registers [data, data + bytes) (cudaHostRegister, mapped and portable); throws
+  /// invalid_argument for a null range, cuda_error when the range cannot be registered.
   host_registration(void* data, std::size_t bytes, access mode = access::read_write) {
     SQUEEZE_EXPECTS(data != nullptr || bytes == 0, "host_registration: null range");
     if (bytes == 0) return;
@@ -54,7 +58,9 @@ class host_registration {
       SQUEEZE_CUDA_TRY(mapped);
     }
   }
+  /// Takes other's registration; other is left empty.
   host_registration(host_registration&& other) noexcept { swap(other); }
+  /// Unregisters this range and takes other's.
   host_registration& operator=(host_registration&& other) noexcept {
     host_registration{std::move(other)}.swap(*this);
     return *this;
@@ -63,10 +69,14 @@ class host_registration {
   host_registration& operator=(const host_registration&) = delete;
   ~host_registration() { release(); }
 
+  /// The range's start, on the host.
   [[nodiscard]] void* host_data() const noexcept { return host_; }
+  /// The address kernels use.
   [[nodiscard]] void* device_data() const noexcept { return device_; }
+  /// Bytes registered.
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
+  /// Exchanges the two registrations.
   void swap(host_registration& other) noexcept {
     std::swap(host_, other.host_);
     std::swap(device_, other.device_);
@@ -91,6 +101,7 @@ class host_registration {
 class mapped_file {
  public:
   mapped_file() = default;
+  /// Maps and registers the file at `path`.
   explicit mapped_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw io_error{"cannot open '" + path + "': " + std::strerror(errno)};
@@ -124,7 +135,9 @@ class mapped_file {
       }
     }
   }
+  /// Takes other's mapping; other is left empty.
   mapped_file(mapped_file&& other) noexcept { swap(other); }
+  /// Unmaps this file and takes other's mapping.
   mapped_file& operator=(mapped_file&& other) noexcept {
     mapped_file{std::move(other)}.swap(*this);
     return *this;
@@ -136,14 +149,18 @@ class mapped_file {
     if (host_ != nullptr) ::munmap(host_, bytes_);
   }
 
+  /// The file's bytes, on the host.
   [[nodiscard]] const std::byte* host_data() const noexcept {
     return static_cast<const std::byte*>(host_);
   }
+  /// The file's bytes, where kernels read them.
   [[nodiscard]] const std::byte* device_data() const noexcept {
     return static_cast<const std::byte*>(registration_.device_data());
   }
+  /// The file's size.
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
+  /// Exchanges the two mappings.
   void swap(mapped_file& other) noexcept {
     std::swap(host_, other.host_);
     std::swap(bytes_, other.bytes_);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/warp_gather.cuh: what a row gather reads and writes (gather_args), its tuning
 // (gather_policy), and the warp-cooperative gather of a few rows (warp_gather_rows) that
 // xfer::gather_rows (xfer/gather.cuh) runs and user kernels can call.
@@ -32,9 +33,12 @@ struct gather_args {
   status* status_out = nullptr;    ///< optional: receives the first error; untouched on success
 };
 
-/// Tuning of the gather kernel (measured on an H200, see docs/RESULTS.md, section xfer).
-struct gather_policy {
-  static constexpr int block_threads = 256;
+/// Tuning of the gather kernel on Hopper (sm_90; measured on an H200, see docs/RESULTS.md,
+/// section xfer).
+struct gather_policy_sm90 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 90;
+  static constexpr int block_threads = 256;  ///< threads a block
   /// Blocks per SM the register budget is sized for: 3 x 256 threads (<= 85 registers)
   /// needs no spills with 8 rows in flight (nvcc 13.0, sm_90); 4 spilled 16 bytes.
   static constexpr int min_blocks_per_sm = 3;
@@ -45,6 +49,24 @@ struct gather_policy {
   /// Policy of the per-row copy of larger rows.
   using copy = copy_policy;
 };
+
+/// Tuning of the gather kernel on Ampere (sm_80 .. sm_89). Not measured on such a GPU;
+/// every member is one the host also reads (the launch shape, rows per block), so it must
+/// equal sm_90's (checked below), and the reasons hold there too: the same 64 K registers
+/// per SM (3 blocks of 256 threads at <= 85 registers), and 8 small rows a warp in flight
+/// is more than an A100's lower bandwidth needs.
+struct gather_policy_sm80 : gather_policy_sm90 {
+  /// The architecture this entry is for (core/arch_policy.hpp).
+  static constexpr int arch = 80;
+};
+
+/// The default: by the architecture compiled for (core/arch_policy.hpp).
+struct gather_policy : core::arch_policy<gather_policy_sm80, gather_policy_sm90> {};
+
+static_assert(gather_policy_sm80::block_threads == gather_policy_sm90::block_threads &&
+                  gather_policy_sm80::min_blocks_per_sm == gather_policy_sm90::min_blocks_per_sm &&
+                  gather_policy_sm80::rows_in_flight == gather_policy_sm90::rows_in_flight,
+              "xfer::gather_policy: the host sizes the grid with these: one value on every arch");
 
 // (clang-format 14 mangles concept definitions)
 // clang-format off

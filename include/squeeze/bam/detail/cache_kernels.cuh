@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/detail/cache_kernels.cuh: the cache's flush kernel (every dirty line written
 // back to its source, a warp per slot). Internal: bam/array.cuh's array::flush launches it.
 #pragma once

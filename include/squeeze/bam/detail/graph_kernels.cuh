@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/bam/detail/graph_kernels.cuh: the traversal kernels (vertex, line-aware, the two
 // halves of on-demand implicit tiling), the BFS and CC steps they apply, and the
 // FirstVertexList kernel. Internal: bam/graph.cuh launches them.

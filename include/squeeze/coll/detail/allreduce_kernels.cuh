@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/coll/detail/allreduce_kernels.cuh: the allreducer's reduction of a received chunk
 // into the local one (dst[i] = op(dst[i], src[i])) and its launch. Internal:
 // coll/allreduce.cuh's allreducer launches it.

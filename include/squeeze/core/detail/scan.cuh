@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/core/detail/scan.cuh: a device-wide prefix sum of unsigned integers, ordered on a
 // stream (IBP's row offsets, its wire codec's tile bases). Internal: families call it.
 //

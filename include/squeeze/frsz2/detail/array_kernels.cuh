@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/detail/array_kernels.cuh: the element-wise conversion kernel between fp64 or
 // fp32 values and a plain storage (float64, float32, float16, bfloat16), and its launch.
 // Internal: frsz2/array.cuh's array::store and array::load launch it.

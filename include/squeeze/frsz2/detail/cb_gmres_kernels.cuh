@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/detail/cb_gmres_kernels.cuh: CB-GMRES's kernels and their device helpers
 // (SpMV through the basis accessor, the fused multi-dot and update over tiles of the basis,
 // the fixed-order reductions). Internal: frsz2/cb_gmres.cuh launches them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/detail/compress_kernels.cuh: the bulk compression and decode kernels (a
 // warp per tile through warp_compressor and warp_decode, or a thread per value through the
 // accessor), their grids, and the decode launch. Internal: frsz2/compress.cuh's compress,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/detail/cache_kernels.cuh: the compressed cache's gather kernel and where it
 // finds a row (the cache's slabs for a hit, the set for a miss). Internal:
 // ibp/cache.cuh's gather_cached launches it.

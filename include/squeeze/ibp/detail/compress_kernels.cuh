@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/detail/compress_kernels.cuh: the GPU compressor's kernels and their device
 // helpers (bit-sliced per-position counters, the threshold sweep, stored sizes, the warp
 // encoder). Internal: ibp/compress.cuh (and ibp/wire.cuh) launch them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/detail/gather_kernels.cuh: the IBP gather's kernel, the gather loop that it and
 // the compressed cache's kernel run (a warp per row, the next row's loads in flight), the
 // location of a row in a set, and the persistent launch. Internal: ibp/gather.cuh's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/ibp/detail/wire_kernels.cuh: the IBP wire codec's kernels (books, measure, tiles,
 // encode, decode), the encoder's workspace layout, and the stream-ordered memory the codec
 // grows. Internal: ibp/wire.cuh's wire_codec launches them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/detail/binary_input.hpp: the byte source of the binary readers (.npy, IDX, graph
 // files): a C FILE or a std::istream, the bytes it has left when that can be known, and the
 // reading of sizes a header declares without trusting them with memory (read_limits.hpp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/detail/line_reader.hpp: what the text readers (Matrix Market, edge lists) share:
 // a line splitter over a std::istream and the word and integer parsers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/detail/stream_guard.hpp: a reader of the caller's std::istream reports errors as
 // squeeze::error whatever exceptions() the caller set on the stream: the mask is cleared while
 // the reader holds the stream and put back when it lets go.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/io/detail/text_writer.hpp: text output built in a buffer and written out in chunks
 // of about 1 MiB (the Matrix Market and edge-list writers).
 #pragma once

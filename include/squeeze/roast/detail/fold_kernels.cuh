@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/detail/fold_kernels.cuh: the fold's kernel (a warp per alignment unit of M
 // adds the workspace pieces that cover it, in list order) and what it reads: the sorted
 // tile list's entries and the view of one strip. Internal: roast/fold.cuh's gradient_fold

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/detail/lookup_kernels.cuh: the lookup and bag kernels (forward, bag
 // backward), what they read and write, and their launch: lanes per output row, the choice
 // of float4 or single values, the grid. Internal: roast/lookup.cuh's lookup_forward,

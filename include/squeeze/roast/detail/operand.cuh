@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/detail/operand.cuh: the operand types ROAST-MM takes and their conversions.
 #pragma once
 

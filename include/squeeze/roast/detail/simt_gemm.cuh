@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/roast/detail/simt_gemm.cuh: the portable ROAST-MM path, an fp32 SIMT GEMM whose
 // operands are functors: exact fp32, GPUs without wgmma, operands wgmma cannot take.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/detail/gather_kernels.cuh: the row gather's kernel (a grid-stride loop of
 // warp_gather_rows). Internal: xfer/gather.cuh's gather_rows launches it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // squeeze/xfer/detail/realign.cuh: the engine behind every synchronous xfer copy.
 //
 // A warp reads the source as 16-byte granules: lane l of wave w loads granule 32w + l of

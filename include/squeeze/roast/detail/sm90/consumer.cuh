@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// squeeze/roast/detail/sm90/consumer.cuh: the consumers' main loop of ROAST-MM's Hopper
+// kernel: two warpgroups of wgmma over the ring's stages, one output tile at a time.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "squeeze/core/config.hpp"
+#include "squeeze/core/hopper.cuh"
+#include "squeeze/core/wgmma.cuh"
+#include "squeeze/roast/detail/operand.cuh"
+#include "squeeze/roast/detail/sm90/config.cuh"
+#include "squeeze/roast/detail/sm90/pipeline.cuh"
+
+namespace squeeze::roast::detail::sm90 {
+
+/// A warpgroup's accumulators of one output tile: BN / IN wgmma column blocks of m64nINk
+/// fragments (warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l/4 and
+/// l/4 + 8, columns 8i + 2(l%4) + {0, 1}), and, with sign hashes, the sign each block's sum
+/// is held with.
+template <int BN, int IN>
+struct accumulators {
+  float acc[BN / IN][IN / 2];
+  bool flipped[BN / IN];
+};
+
+/// Sums this warpgroup's 64 rows of the tile at column n0 over all k_tiles stages
+/// (iterations done .. done + k_tiles - 1 of the ring), into `out` (zeroed first). `wg`:
+/// the warpgroup (0, 1).
+template <class Config, class T, pass Pass, int IN, bool Signs>
+__device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, const mapping& map,
+                                             std::uint32_t n0, int k_tiles, int done, int wg,
+                                             int lane, accumulators<Config::block_n, IN>& out) {
+  namespace arch = core::arch;
+  constexpr int BN = Config::block_n;
+  using tag = typename operand_traits<T>::tag;
+  constexpr bool k_major_a = Pass != pass::memory;
+  constexpr bool k_major_b = Pass == pass::forward;
+  constexpr int bk = 128 / static_cast<int>(sizeof(T));  // reduction per stage: 128 bytes
+  constexpr int k_steps = bk / operand_traits<T>::k_step;
+  // Per k-step, the descriptors move 32 bytes along a K-major row, or 2 row groups (2 KiB)
+  // down an MN-major stack.
+  constexpr std::uint32_t a_step = k_major_a ? 32 : 2048;
+  constexpr std::uint32_t b_step = k_major_b ? 32 : 2048;
+  constexpr auto swizzle = core::arch::smem_swizzle::bytes128;
+  static_assert(std::is_same_v<T, float> ? (k_major_a && k_major_b) : true,
+                "TF32 wgmma takes K-major operands only");
+  static_assert(BN % IN == 0 && (k_major_b || IN % bk == 0), "instruction shape");
+  auto& acc = out.acc;
+  auto& flipped = out.flipped;
+  SQUEEZE_UNROLL
+  for (int j = 0; j < BN / IN; ++j) {
+    SQUEEZE_UNROLL
+    for (int i = 0; i < IN / 2; ++i) acc[j][i] = 0.0f;
+    flipped[j] = false;
+  }
+  const std::uint32_t tile_k = map.tile().k;
+  const std::uint32_t tile_n = map.tile().n;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int it = done + kt;
+    const int s = ring.slot(it);
+    ring.wait_full(it);
+    const std::uint32_t a_s = ring.a(s);
+    const std::uint32_t b_s = ring.b(s);
+    SQUEEZE_UNROLL
+    for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+    if constexpr (Signs) {
+      // The accumulator of column block j holds sign[j] * (the true sum); when a tile's
+      // sign differs from it, flip it (the wgmma of the last stage has finished), so every
+      // wgmma adds with +1: a run-time choice of the instruction's B scale would make the
+      // compiler serialize every wgmma.
+      const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+      SQUEEZE_UNROLL
+      for (int j = 0; j < BN / IN; ++j) {
+        const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
+        const bool negative = Pass == pass::forward ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
+                                                    : map.tile_sign(col / tile_k, r0 / tile_n) < 0;
+        if (negative != flipped[j]) {  // warp-uniform
+          flipped[j] = negative;
+          SQUEEZE_UNROLL
+          for (int i = 0; i < IN / 2; ++i) acc[j][i] = -acc[j][i];
+        }
+        arch::wgmma_fence_operands(acc[j]);
+      }
+    }
+    arch::wgmma_fence();
+    SQUEEZE_UNROLL
+    for (int ks = 0; ks < k_steps; ++ks) {
+      const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
+                                                     k_major_a ? 16 : 8192, 1024, swizzle);
+      SQUEEZE_UNROLL
+      for (int j = 0; j < BN / IN; ++j) {
+        const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
+        const std::uint64_t db =
+            arch::smem_descriptor(b_s + b_j + ks * b_step, k_major_b ? 16 : 8192, 1024, swizzle);
+        arch::wgmma_ss<tag, IN, 1, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+      }
+    }
+    arch::wgmma_commit();
+    // Finish this stage's wgmma and hand the stage back at once: the copies are the
+    // bottleneck, and a stage more in flight is worth more than overlapping the next wgmma
+    // issue, which the other warpgroup covers.
+    arch::wgmma_wait<0>();
+    SQUEEZE_UNROLL
+    for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
+    ring.release(it, lane);
+  }
+}
+
+}  // namespace squeeze::roast::detail::sm90

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// The README's coll blocks (coll_nccl, coll_mpi), compiled as written and linked with
+// squeeze::nccl and squeeze::mpi: the blocks come from README.md at configure time
+// (readme_snippets.cmake); this file supplies what they use.
+// The blocks' heads in the README's order:
+// clang-format off
+#include "coll_nccl.head.inc"
+#include "coll_mpi.head.inc"
+// clang-format on
+
+#include <cstddef>
+
+void readme_coll_nccl([[maybe_unused]] ncclComm_t comm, [[maybe_unused]] float* d_grad,
+                      [[maybe_unused]] const float* d_x, [[maybe_unused]] float* d_y,
+                      [[maybe_unused]] std::size_t count, [[maybe_unused]] cudaStream_t stream) {
+#include "coll_nccl.body.inc"
+}
+
+void readme_coll_mpi([[maybe_unused]] float* d_grad, [[maybe_unused]] std::size_t count,
+                     [[maybe_unused]] cudaStream_t stream) {
+#include "coll_mpi.body.inc"
+}

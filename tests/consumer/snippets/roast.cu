@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// The README's ROAST block (roast), compiled as written for sm_90a (the tensor-core path):
+// the block comes from README.md at configure time (readme_snippets.cmake); this file
+// supplies what it uses.
+#include "roast.head.inc"
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+void readme_roast([[maybe_unused]] std::uint64_t K, [[maybe_unused]] std::uint64_t N,
+                  [[maybe_unused]] double C, [[maybe_unused]] std::uint64_t m_size,
+                  [[maybe_unused]] std::uint64_t batch, [[maybe_unused]] const __nv_bfloat16* m,
+                  [[maybe_unused]] const __nv_bfloat16* x, [[maybe_unused]] __nv_bfloat16* y,
+                  [[maybe_unused]] const __nv_bfloat16* dy, [[maybe_unused]] __nv_bfloat16* dx,
+                  [[maybe_unused]] float* dm, [[maybe_unused]] cudaStream_t stream) {
+#include "roast.body.inc"
+}
