@@ -1,28 +1,39 @@
 # SPDX-License-Identifier: Apache-2.0
-# squeeze_readme_snippets(<readme> <out_dir> <names_var>)
+# squeeze_readme_snippets(<markdown> <out_dir> <names_var>)
 #
-# Extracts the C++ code blocks of <readme> so that they can be compiled as written. Every
-# ```cpp block must follow a line `<!-- snippet: <name> -->` (names: lower case, digits,
-# underscores; each used once), or configuration stops: a block nobody compiles can drift.
+# Extracts the C++ code blocks of the Markdown files <markdown> (one path or a list: README.md,
+# the guides) so that they can be compiled as written. Every ```cpp block must follow a line
+# `<!-- snippet: <name> -->` (names: lower case, digits, underscores; each used once across
+# all the files), or configuration stops: a block nobody compiles can drift.
 # Each block becomes two files in <out_dir>:
 #
 #   <name>.head.inc   the block's leading #include lines and namespace aliases
 #                     (`namespace x = squeeze::x;`), for file scope
 #   <name>.body.inc   the rest of the block
 #
-# each starting with a #line directive, so the compiler reports errors at the README's own
-# lines. A harness (tests/consumer/snippets/<name>.cu) includes the head at file scope,
+# each starting with a #line directive, so the compiler reports errors at the Markdown file's
+# own lines. A harness (tests/consumer/snippets/<family>.cu) includes the head at file scope,
 # declares what the block uses, and includes the body where it belongs: inside a function
-# for statements, at file scope for a kernel. <names_var> receives the names, in README order.
-function(squeeze_readme_snippets readme out_dir names_var)
+# for statements, at file scope for a kernel. <names_var> receives the names, in the order of
+# the files and of the blocks in each.
+function(squeeze_readme_snippets markdown out_dir names_var)
+  file(MAKE_DIRECTORY "${out_dir}")
+  set(names "")
+  foreach(readme IN LISTS markdown)
+    squeeze_readme_snippets_of_file("${readme}" "${out_dir}" names)
+  endforeach()
+  set(${names_var} "${names}" PARENT_SCOPE)
+endfunction()
+
+# Appends the names of <readme>'s blocks to <names_var> (which holds those of earlier files).
+function(squeeze_readme_snippets_of_file readme out_dir names_var)
   file(READ "${readme}" text)
   if(text MATCHES "\n```(c\\+\\+|cxx|cu|cuda|hpp|cuh|h)\n")
     message(FATAL_ERROR "${readme}: a ```${CMAKE_MATCH_1} block: C++ blocks are ```cpp, so "
                         "that they are compiled")
   endif()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${readme}")
-  file(MAKE_DIRECTORY "${out_dir}")
-  set(names "")
+  set(names "${${names_var}}")
   set(line 1)  # README line where `text` starts
   set(fence "```cpp\n")
   while(TRUE)
@@ -36,12 +47,13 @@ function(squeeze_readme_snippets readme out_dir names_var)
     math(EXPR fence_line "${line} + ${skipped}")
     if(NOT before MATCHES "<!-- snippet: ([a-z0-9_]+) -->\n$")
       message(FATAL_ERROR "${readme}:${fence_line}: a ```cpp block without a line "
-                          "`<!-- snippet: <name> -->` right before it; name it, and add a "
-                          "harness tests/consumer/snippets/<name>.cu that compiles it")
+                          "`<!-- snippet: <name> -->` right before it; name it, and include it "
+                          "in a harness of tests/consumer/snippets/ (<family>.cu)")
     endif()
     set(name "${CMAKE_MATCH_1}")
     if(name IN_LIST names)
-      message(FATAL_ERROR "${readme}:${fence_line}: snippet name '${name}' used twice")
+      message(FATAL_ERROR "${readme}:${fence_line}: snippet name '${name}' used twice "
+                          "(names are unique across README.md and docs/guides)")
     endif()
     list(APPEND names "${name}")
 

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's BaM block (bam), compiled as written: the block comes from README.md at
-// configure time (readme_snippets.cmake); this file supplies what it uses.
+// The BaM blocks of the README (bam) and of docs/guides/bam.md (guide_bam), compiled as
+// written: the blocks come from the Markdown files at configure time (readme_snippets.cmake);
+// this file supplies what they use.
+// The blocks' heads in the files' order:
+// clang-format off
 #include "bam.head.inc"
+#include "guide_bam.head.inc"
+// clang-format on
 
 #include <cstdint>
 
@@ -22,3 +27,8 @@ void readme_bam([[maybe_unused]] std::uint64_t m, [[maybe_unused]] std::uint32_t
                 [[maybe_unused]] unsigned blocks, [[maybe_unused]] cudaStream_t stream) {
 #include "bam.body.inc"
 }
+
+// docs/guides/bam.md, each block in a namespace of its own (its names are its own).
+namespace guide_bam {
+#include "guide_bam.body.inc"
+}  // namespace guide_bam

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's coll blocks (coll_nccl, coll_mpi), compiled as written and linked with
-// squeeze::nccl and squeeze::mpi: the blocks come from README.md at configure time
-// (readme_snippets.cmake); this file supplies what they use.
-// The blocks' heads in the README's order:
+// The coll blocks of the README (coll_nccl, coll_mpi) and of docs/guides/coll.md (guide_coll),
+// compiled as written and linked with squeeze::nccl and squeeze::mpi: the blocks come from the
+// Markdown files at configure time (readme_snippets.cmake); this file supplies what they use.
+// The blocks' heads in the files' order:
 // clang-format off
 #include "coll_nccl.head.inc"
 #include "coll_mpi.head.inc"
+#include "guide_coll.head.inc"
 // clang-format on
 
 #include <cstddef>
@@ -20,3 +21,8 @@ void readme_coll_mpi([[maybe_unused]] float* d_grad, [[maybe_unused]] std::size_
                      [[maybe_unused]] cudaStream_t stream) {
 #include "coll_mpi.body.inc"
 }
+
+// docs/guides/coll.md, each block in a namespace of its own (its names are its own).
+namespace guide_coll {
+#include "guide_coll.body.inc"
+}  // namespace guide_coll

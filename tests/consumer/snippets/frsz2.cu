@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's FRSZ2 blocks (frsz2_solver, frsz2_kernel), compiled as written: the blocks come
-// from README.md at configure time (readme_snippets.cmake); this file supplies what they use.
-// The blocks' heads in the README's order:
+// The FRSZ2 blocks of the README (frsz2_solver, frsz2_kernel) and of docs/guides/frsz2.md
+// (guide_frsz2), compiled as written: the blocks come from the Markdown files at configure time
+// (readme_snippets.cmake); this file supplies what they use.
+// The blocks' heads in the files' order:
 // clang-format off
 #include "frsz2_solver.head.inc"
 #include "frsz2_kernel.head.inc"
+#include "guide_frsz2.head.inc"
 // clang-format on
 
 #include <cstddef>
@@ -22,3 +24,8 @@ void readme_frsz2_solver([[maybe_unused]] std::int64_t rows, [[maybe_unused]] st
                          [[maybe_unused]] double* d_out, [[maybe_unused]] cudaStream_t stream) {
 #include "frsz2_solver.body.inc"
 }
+
+// docs/guides/frsz2.md, each block in a namespace of its own (its names are its own).
+namespace guide_frsz2 {
+#include "guide_frsz2.body.inc"
+}  // namespace guide_frsz2

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's IBP blocks (ibp_gather, ibp_kernel), compiled as written: the blocks come from
-// README.md at configure time (readme_snippets.cmake); this file supplies what they use.
-// The blocks' heads in the README's order:
+// The IBP blocks of the README (ibp_gather, ibp_kernel) and of docs/guides/ibp.md (guide_ibp),
+// compiled as written: the blocks come from the Markdown files at configure time
+// (readme_snippets.cmake); this file supplies what they use.
+// The blocks' heads in the files' order:
 // clang-format off
 #include "ibp_gather.head.inc"
 #include "ibp_kernel.head.inc"
+#include "guide_ibp.head.inc"
 // clang-format on
 
 #include <cstddef>
@@ -19,3 +21,8 @@ void readme_ibp_gather([[maybe_unused]] std::size_t nodes, [[maybe_unused]] std:
                        [[maybe_unused]] cudaStream_t stream) {
 #include "ibp_gather.body.inc"
 }
+
+// docs/guides/ibp.md, each block in a namespace of its own (its names are its own).
+namespace guide_ibp {
+#include "guide_ibp.body.inc"
+}  // namespace guide_ibp

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's ROAST block (roast), compiled as written for sm_90a (the tensor-core path):
-// the block comes from README.md at configure time (readme_snippets.cmake); this file
-// supplies what it uses.
+// The ROAST blocks of the README (roast) and of docs/guides/roast.md (guide_roast), compiled
+// as written for sm_90a (the tensor-core path): the blocks come from the Markdown files at
+// configure time (readme_snippets.cmake); this file supplies what they use.
+// The blocks' heads in the files' order:
+// clang-format off
 #include "roast.head.inc"
+#include "guide_roast.head.inc"
+// clang-format on
 
 #include <cuda_bf16.h>
 
@@ -16,3 +20,8 @@ void readme_roast([[maybe_unused]] std::uint64_t K, [[maybe_unused]] std::uint64
                   [[maybe_unused]] float* dm, [[maybe_unused]] cudaStream_t stream) {
 #include "roast.body.inc"
 }
+
+// docs/guides/roast.md, each block in a namespace of its own (its names are its own).
+namespace guide_roast {
+#include "guide_roast.body.inc"
+}  // namespace guide_roast
