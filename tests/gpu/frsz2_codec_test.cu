@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -349,6 +350,22 @@ TEST(Frsz2Gpu, TinyVectors) {
   }
 }
 
+/// x as storage S holds it, by the host's codec (plain storages: converted like the host
+/// converts).
+template <class S>
+std::vector<double> stored_on_host(const std::vector<double>& x) {
+  if constexpr (frsz2::format_like<S>) {
+    return frsz2::decode(frsz2::encode<S>(x));
+  } else {
+    const frsz2::accessor<S, double> acc;
+    std::vector<S> stored(x.size());
+    std::vector<double> back(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) acc.access(stored.data(), i) = x[i];
+    for (std::size_t i = 0; i < x.size(); ++i) back[i] = acc.load(stored.data(), i);
+    return back;
+  }
+}
+
 // frsz2::array: every storage stores and loads (plain: converted like the host converts).
 template <class S>
 void check_array(std::size_t n, std::uint64_t seed) {
@@ -361,15 +378,7 @@ void check_array(std::size_t n, std::uint64_t seed) {
   out.fill_bytes(0xA5, nullptr);
   a.load(0, out.data(), n, nullptr);
   const auto got = download(out, n);
-  std::vector<double> want(n);
-  if constexpr (frsz2::format_like<S>) {
-    want = frsz2::decode(frsz2::encode<S>(x));
-  } else {
-    const frsz2::accessor<S, double> acc;
-    std::vector<S> stored(n);
-    for (std::size_t i = 0; i < n; ++i) acc.access(stored.data(), i) = x[i];
-    for (std::size_t i = 0; i < n; ++i) want[i] = acc.load(stored.data(), i);
-  }
+  const std::vector<double> want = stored_on_host<S>(x);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
   // A second vector at a block-aligned offset leaves the first one alone.
   if (n >= 64) {
@@ -381,15 +390,55 @@ void check_array(std::size_t n, std::uint64_t seed) {
   }
 }
 
+// array::store_normalized: x / sqrt(*norm2), divided as the host divides (IEEE sqrt and
+// division), and x as it is where *norm2 is 0, negative or not finite; the decoded copy it
+// writes on the way equals what load() returns.
+template <class S>
+void check_normalized(std::size_t n, std::uint64_t seed) {
+  SCOPED_TRACE(frsz2::storage_traits<S>::name());
+  const auto x = squeeze::test::frsz2_values<double>(n, seed);
+  double squares = 0.0;
+  for (const double v : x) squares += v * v;
+  ASSERT_TRUE(squares > 0.0 && std::isfinite(squares));
+  const auto dx = upload(x);
+  for (const double norm2 : {squares, 0.25, 0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(norm2);
+    const auto dnorm2 = upload(std::vector<double>{norm2});
+    frsz2::array<S> a{n, nullptr};
+    core::device_buffer<double> decoded{n};
+    decoded.fill_bytes(0xA5, nullptr);
+    a.store_normalized(0, dx.data(), n, dnorm2.data(), nullptr, frsz2::rounding::nearest,
+                       decoded.data());
+    core::device_buffer<double> out{n};
+    out.fill_bytes(0xA5, nullptr);
+    a.load(0, out.data(), n, nullptr);
+    const auto got = download(out, n);
+    const auto got_decoded = download(decoded, n);
+    std::vector<double> scaled = x;
+    if (norm2 > 0.0 && std::isfinite(norm2)) {
+      for (double& v : scaled) v = v / std::sqrt(norm2);
+    }
+    const std::vector<double> want = stored_on_host<S>(scaled);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got_decoded[i], want[i]) << "decoded " << i;
+  }
+}
+
+// Every storage: store and load, and store_normalized with its decoded copy.
 TEST(Frsz2Gpu, ArrayStoresEveryStorage) {
   SQUEEZE_REQUIRE_GPU();
-  check_array<double>(10'000, 1);
-  check_array<float>(10'000, 2);
-  check_array<__half>(10'000, 3);
-  check_array<__nv_bfloat16>(10'000, 4);
-  check_array<frsz2::format<16>>(10'000, 5);
-  check_array<frsz2::format<21>>(10'000, 6);
-  check_array<frsz2::format<32>>(10'000, 7);
+  const auto both = [&]<class S>(std::uint64_t seed) {
+    check_array<S>(10'000, seed);
+    check_normalized<S>(5'000, seed + 10);
+  };
+  both.template operator()<double>(1);
+  both.template operator()<float>(2);
+  both.template operator()<__half>(3);
+  both.template operator()<__nv_bfloat16>(4);
+  both.template operator()<frsz2::format<16>>(5);
+  both.template operator()<frsz2::format<21>>(6);
+  both.template operator()<frsz2::format<32>>(7);
 }
 
 TEST(Frsz2Gpu, ArrayRejectsBadRanges) {
@@ -401,6 +450,8 @@ TEST(Frsz2Gpu, ArrayRejectsBadRanges) {
   EXPECT_THROW(a.load(90, x.data(), 11, nullptr), squeeze::invalid_argument);
   EXPECT_THROW(a.store(0, static_cast<const double*>(nullptr), 3, nullptr),
                squeeze::invalid_argument);
+  EXPECT_THROW(a.store_normalized(0, x.data(), 32, nullptr, nullptr), squeeze::invalid_argument);
+  EXPECT_THROW(a.store_normalized(5, x.data(), 10, x.data(), nullptr), squeeze::invalid_argument);
   device_vector<frsz2::format<21>> v{10};
   EXPECT_THROW(frsz2::compress<frsz2::format<21>>(x.data(), 11, v.ref(), nullptr),
                squeeze::invalid_argument);

@@ -274,9 +274,11 @@ INSTANTIATE_TEST_SUITE_P(Problems, Float64Basis,
                                                         20}),
                          [](const auto& info) { return std::string{info.param.name}; });
 
-/// Small launch shapes: several multi-dot batches per step, several rounds of tiles per warp,
-/// column batches with a remainder (3 in flight), and three tiles a warp (a round past the
-/// vector's end clamps).
+/// Small launch shapes: several multi-dot batches per step, several rounds of tiles per warp
+/// (3 blocks: several blocks' sums), column batches with a remainder (3 in flight), and three
+/// tiles a warp (a round past the vector's end clamps); a warp a tile, or (Groups = 2) both
+/// warps of a block on one tile, each with half of the basis vectors.
+template <int Groups>
 struct tiny_policy {
   static constexpr int block_threads = 64;
   static constexpr int tiles_per_warp = 3;
@@ -284,6 +286,7 @@ struct tiny_policy {
   static constexpr int min_blocks_per_sm = 1;
   static constexpr int max_blocks = 3;
   static constexpr int max_batch = 7;
+  static constexpr int column_groups = Groups;
 };
 
 TEST(CbGmres, BatchedMultidotAndGridStrideMatchTheReference) {
@@ -292,12 +295,51 @@ TEST(CbGmres, BatchedMultidotAndGridStrideMatchTheReference) {
   const frsz2::cb_gmres_options o{.restart = 30, .tolerance = 1e-12, .max_iterations = 2000};
   const gmres_reference_result ref = reference<double>(p, o);
   ASSERT_TRUE(ref.converged);
-  const gpu_solution s = solve_on_gpu<double, tiny_policy>(p, o);
-  expect_consistent(p, s, o);
-  expect_matches(ref, s, 1, "tiny policy, float64");
-  const gpu_solution c = solve_on_gpu<frsz2::format<21>, tiny_policy>(p, o);
-  expect_consistent(p, c, o);
-  expect_matches(reference<frsz2::format<21>>(p, o), c, 3, "tiny policy, frsz2_21");
+  const gmres_reference_result ref21 = reference<frsz2::format<21>>(p, o);
+  const auto check = [&]<int Groups>() {
+    const std::string what = "tiny policy, " + std::to_string(Groups) + " warps a tile, ";
+    const gpu_solution s = solve_on_gpu<double, tiny_policy<Groups>>(p, o);
+    expect_consistent(p, s, o);
+    expect_matches(ref, s, 1, what + "float64");
+    const gpu_solution c = solve_on_gpu<frsz2::format<21>, tiny_policy<Groups>>(p, o);
+    expect_consistent(p, c, o);
+    expect_matches(ref21, c, 3, what + "frsz2_21");
+  };
+  check.template operator()<1>();
+  check.template operator()<2>();
+}
+
+/// The default shapes with a fixed number of warps a tile (1: each warp all basis vectors; 8:
+/// every warp of a block on one tile).
+template <int Groups>
+struct groups_policy : frsz2::cb_gmres_policy {
+  static constexpr int column_groups = Groups;
+};
+
+static_assert(frsz2::cb_gmres_policy_like<groups_policy<8>>);
+static_assert(frsz2::cb_gmres_policy_like<tiny_policy<2>>);
+static_assert(!frsz2::cb_gmres_policy_like<groups_policy<3>>);  // 8 warps: not a divisor
+static_assert(!frsz2::cb_gmres_policy_like<groups_policy<-1>>);
+
+TEST(CbGmres, WarpsSharingATileMatchTheReference) {
+  SQUEEZE_REQUIRE_GPU();
+  const problem& p = random_problem();
+  const frsz2::cb_gmres_options o{.restart = 40, .tolerance = 1e-12, .max_iterations = 2000};
+  const gmres_reference_result ref = reference<double>(p, o);
+  const gmres_reference_result ref16 = reference<frsz2::format<16>>(p, o);
+  ASSERT_TRUE(ref.converged);
+  const auto check = [&]<int Groups>() {
+    const std::string what = std::to_string(Groups) + " warps a tile, ";
+    const gpu_solution s = solve_on_gpu<double, groups_policy<Groups>>(p, o);
+    expect_consistent(p, s, o);
+    expect_matches(ref, s, 1, what + "float64");
+    const gpu_solution c = solve_on_gpu<frsz2::format<16>, groups_policy<Groups>>(p, o);
+    expect_consistent(p, c, o);
+    expect_matches(ref16, c, lossy_slack(ref16), what + "frsz2_16");
+  };
+  check.template operator()<1>();
+  check.template operator()<4>();
+  check.template operator()<8>();
 }
 
 TEST(CbGmres, StartsFromTheGivenGuess) {

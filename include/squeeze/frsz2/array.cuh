@@ -5,6 +5,7 @@
 //
 //   frsz2::array<frsz2::format<21>> basis{n, stream};
 //   basis.store(0, x, n, stream);                 // compress x[0..n) (device pointer)
+//   basis.store_normalized(0, x, n, norm2, stream); // x / sqrt(*norm2), norm2 on the device
 //   accessor<frsz2::format<21>> acc;               // in a kernel: acc.access(h, i)
 //   auto h = basis.data_handle();                  // (basis.ref(): the view, with its size)
 //
@@ -84,28 +85,21 @@ class array {
            std::is_same_v<Float, float>) void store(std::size_t first, const Float* src,
                                                     std::size_t count, cudaStream_t stream,
                                                     rounding mode = rounding::nearest) {
-    SQUEEZE_EXPECTS(first <= size_ && count <= size_ - first,
-                    "frsz2::array::store: values [" + std::to_string(first) + ", " +
-                        std::to_string(first + count) + ") are outside the array's " +
-                        std::to_string(size_));
-    SQUEEZE_EXPECTS(first % block_size == 0,
-                    "frsz2::array::store: first = " + std::to_string(first) +
-                        " is not on a block boundary (block size " + std::to_string(block_size) +
-                        ")");
-    SQUEEZE_EXPECTS(src != nullptr || count == 0, "frsz2::array::store: src is null");
-    if (count == 0) return;
-    if constexpr (format_like<S>) {
-      static_assert(std::is_same_v<Float, typename S::float_type>,
-                    "frsz2::array::store: an FRSZ2 array stores values of its format's Float");
-      const std::size_t b = first / block_size;
-      compress<S>(
-          src, count,
-          compressed_ref<S>{payload_.data() + b * S::words_per_block, exponents_.data() + b, count},
-          stream, mode);
-    } else {
-      static_cast<void>(mode);
-      detail::launch_convert(values_.data() + first, src, count, stream);
-    }
+    store_impl(first, src, count, nullptr, stream, mode, "frsz2::array::store");
+  }
+
+  /// store() of src / sqrt(*norm2): a vector normalized on its way in, by a squared norm a
+  /// kernel left in device memory (read when the store runs, so the host need not wait for
+  /// it). Where *norm2 is 0, negative or not finite the values are stored as they are. With
+  /// `decoded` (device memory of count values), the same pass also writes the values as
+  /// stored, as load() would return them: a plain copy for kernels that read the vector at
+  /// random (an SpMV), without decoding FRSZ2 blocks on every read.
+  template <class Float>
+  requires(std::is_same_v<Float, double> || std::is_same_v<Float, float>) void store_normalized(
+      std::size_t first, const Float* src, std::size_t count, const double* norm2,
+      cudaStream_t stream, rounding mode = rounding::nearest, Float* decoded = nullptr) {
+    SQUEEZE_EXPECTS(norm2 != nullptr, "frsz2::array::store_normalized: norm2 is null");
+    store_impl(first, src, count, norm2, stream, mode, "frsz2::array::store_normalized", decoded);
   }
 
   /// Writes values [first, first + count) to dst (device memory) as Float, on `stream`.
@@ -127,6 +121,33 @@ class array {
   }
 
  private:
+  template <class Float>
+  void store_impl(std::size_t first, const Float* src, std::size_t count, const double* norm2,
+                  cudaStream_t stream, rounding mode, const char* who, Float* decoded = nullptr) {
+    SQUEEZE_EXPECTS(first <= size_ && count <= size_ - first,
+                    std::string{who} + ": values [" + std::to_string(first) + ", " +
+                        std::to_string(first + count) + ") are outside the array's " +
+                        std::to_string(size_));
+    SQUEEZE_EXPECTS(first % block_size == 0, std::string{who} +
+                                                 ": first = " + std::to_string(first) +
+                                                 " is not on a block boundary (block size " +
+                                                 std::to_string(block_size) + ")");
+    SQUEEZE_EXPECTS(src != nullptr || count == 0, std::string{who} + ": src is null");
+    if (count == 0) return;
+    if constexpr (format_like<S>) {
+      static_assert(std::is_same_v<Float, typename S::float_type>,
+                    "frsz2::array::store: an FRSZ2 array stores values of its format's Float");
+      const std::size_t b = first / block_size;
+      detail::launch_compress(
+          src,
+          compressed_ref<S>{payload_.data() + b * S::words_per_block, exponents_.data() + b, count},
+          stream, mode, norm2, decoded);
+    } else {
+      static_cast<void>(mode);
+      detail::launch_convert(values_.data() + first, src, count, stream, norm2, decoded);
+    }
+  }
+
   std::size_t size_ = 0;
   core::device_buffer<std::conditional_t<format_like<S>, std::byte, S>> values_;  // plain
   core::device_buffer<std::uint32_t> payload_;                                    // FRSZ2

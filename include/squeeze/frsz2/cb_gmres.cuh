@@ -13,12 +13,13 @@
 //          is half as long) and stop on convergence, at max_iterations, or when restarts
 //          stagnate, diverge or break down (cb_gmres_result::stop says which); v_0 = r / ||r||
 //   step j = 0 .. min(m, n) - 1 (m = restart; a lossy basis may end the cycle sooner):
-//     w = A v_j                        SpMV; v_j read through accessor<Basis, double>
+//     w = A v_j                        SpMV; v_j read through accessor<Basis, double>, or for
+//                                      FRSZ2 from a decoded copy the store wrote with it
 //     h = V^T w, omega^2 = w.w          one fused multi-dot over the j + 1 basis vectors
 //     w -= V h, ||w||^2                 one fused kernel (update + norm)
 //     if ||w|| < eta omega:             one reorthogonalization pass, decided on the device:
 //       u = V^T w, w -= V u, h += u     the same two kernels, skipped when the flag is clear
-//     h_{j+1,j} = ||w||, v_{j+1} = w / h_{j+1,j}, stored into the basis (array::store)
+//     h_{j+1,j} = ||w||, v_{j+1} = w / h_{j+1,j}, stored into the basis (array::store_normalized)
 //     Givens rotations on the host; the cycle ends after m steps, when the implicit residual
 //     |g_{j+1}| / ||b|| <= tolerance, when h_{j+1,j} = 0 (breakdown) or at max_iterations
 //     a step whose ||w|| exceeds ||A v_j|| (the basis has lost orthogonality) is dropped and
@@ -29,11 +30,14 @@
 // as in CB-GMRES. The stopping test always uses the true residual: a cycle that ends on the
 // implicit residual is followed by a recomputation and, if that misses the target, a restart.
 //
-// Per step: SpMV, multi-dot + its reduction, update + its reduction (and the same four for
-// the reorthogonalization, which return at once when it is not needed), normalization and
-// the store: 11 launches, one device-to-host copy of the Hessenberg column and four scalars,
-// and one stream synchronization (the host needs h_{j+1,j} to decide whether to go on). Per
-// cycle: the true residual (an SpMV and a norm) and a copy of x (the best x seen).
+// Per step: SpMV, multi-dot, update (each of the two ends with its cross-block sum in its last
+// block), the same two for the reorthogonalization (they return at once when it is not
+// needed), and the normalizing store: 6 launches; the update's last block writes the
+// Hessenberg column and four scalars to mapped host memory. The host queues step j + 1 before
+// it waits for step j's values, so the GPU runs on while the host updates the Givens
+// rotations; a cycle that ends at step j leaves step j + 1's work unused (it writes only
+// basis vector j + 2, w and the step's scalars, which nothing of the cycle reads again). Per
+// cycle: the true residual (an SpMV and a norm, and a wait) and a copy of x (the best x seen).
 //
 // Basis layout: vector i occupies values [i * stride, (i + 1) * stride) of one frsz2::array of
 // (m + 1) * stride values (m = min(restart, n)); stride = n rounded up to a tile (128 rows, 256 for
@@ -41,7 +45,9 @@
 // there), so the kernels read whole tiles without conditions. Every basis read goes through
 // frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load and the
 // block exponent once, and a warp issues the loads of columns_in_flight vectors before it
-// decodes any. Cross-block sums are added in a fixed order, so a solve is deterministic.
+// decodes any. On short vectors several warps share a tile and split the basis vectors
+// (cb_gmres_policy::column_groups), so that the GPU's SMs all take part. Sums are added in a
+// fixed order, so a solve is deterministic.
 //
 // The pieces: the matrix in frsz2/csr.cuh, the basis storage and view in frsz2/basis.cuh,
 // the restart rules in frsz2/gmres_control.hpp, the kernels in frsz2/detail/.
@@ -123,6 +129,11 @@ struct cb_gmres_policy {
   static constexpr int min_blocks_per_sm = 2;  ///< launch bounds: caps registers accordingly
   static constexpr int max_blocks = 0;         ///< a cap on the grid; 0: occupancy (tests set one)
   static constexpr int max_batch = 512;        ///< basis vectors per multi-dot launch (shared mem)
+  /// Warps that share a tile and split the basis vectors between them (a divisor of the
+  /// block's warps); 0: by the vector's length, as many as keep the grid within the blocks
+  /// that fit at once (10^4 rows: 84 tiles, 6 blocks with one warp a tile, 42 with eight).
+  /// Optional in a user's policy (0 when absent).
+  static constexpr int column_groups = 0;
 };
 
 /// The launch policy cb_gmres uses on Hopper (sm_90) unless given one: cb_gmres_policy, with
@@ -161,7 +172,9 @@ struct default_cb_gmres_policy
                     default_cb_gmres_policy_sm80<S>::max_blocks ==
                         default_cb_gmres_policy_sm90<S>::max_blocks &&
                     default_cb_gmres_policy_sm80<S>::max_batch ==
-                        default_cb_gmres_policy_sm90<S>::max_batch,
+                        default_cb_gmres_policy_sm90<S>::max_batch &&
+                    default_cb_gmres_policy_sm80<S>::column_groups ==
+                        default_cb_gmres_policy_sm90<S>::column_groups,
                 "frsz2::default_cb_gmres_policy: the host shapes launches with these: one value "
                 "on every architecture");
 };
@@ -176,6 +189,14 @@ concept policy_members = requires {
   { P::max_blocks } -> std::convertible_to<int>;
   { P::max_batch } -> std::convertible_to<int>;
 };
+/// P::column_groups, or 0 (by the vector's length) when P has none.
+template <class P>
+constexpr int column_groups_of() {
+  if constexpr (requires { P::column_groups; })
+    return P::column_groups;
+  else
+    return 0;
+}
 template <class P>
 constexpr bool policy_in_range() {
   return P::block_threads % 32 == 0 && P::block_threads >= 32 && P::block_threads <= 1024 &&
@@ -183,11 +204,14 @@ constexpr bool policy_in_range() {
          P::columns_in_flight <= 8 && P::min_blocks_per_sm >= 1 &&
          P::min_blocks_per_sm * P::block_threads <= 2048 && P::max_blocks >= 0 &&
          P::max_batch >= 1 &&
-         (P::block_threads / 32) * (P::max_batch + 1) * 8 <= 48 * 1024;  // multi-dot shared
+         (P::block_threads / 32) * (P::max_batch + 1) * 8 <= 48 * 1024 &&  // multi-dot shared
+         column_groups_of<P>() >= 0 &&
+         (P::block_threads / 32) % std::max(1, column_groups_of<P>()) == 0;
 }
 }  // namespace detail
 
-/// A launch policy like cb_gmres_policy: the six members, in range.
+/// A launch policy like cb_gmres_policy: the six members (and optionally column_groups), in
+/// range.
 template <class P>
 concept cb_gmres_policy_like = detail::policy_members<P> && detail::policy_in_range<P>();
 
@@ -234,9 +258,9 @@ class cb_gmres {
     stride_ = core::align_up(n_, align);
     tiles_ = stride_ / detail::tile_rows<Basis>;
     const std::size_t max_cols = std::min<std::size_t>(Policy::max_batch, m_ + 1) + 1;
-    multidot_grid_ =
-        grid_for<detail::multidot_kernel<Basis, Policy>>(max_cols * warps * sizeof(double));
-    update_grid_ = grid_for<detail::update_kernel<Basis, Policy>>(0);
+    multidot_ =
+        shape_for<detail::multidot_kernel<Basis, Policy>>(max_cols * warps * sizeof(double));
+    update_ = shape_for<detail::update_kernel<Basis, Policy>>(0);
 
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
@@ -246,9 +270,13 @@ class cb_gmres {
     // so that no uninitialized byte ever leaves the GPU.
     scalars_.fill_bytes(0, stream_);
     partials_ =
-        core::device_buffer<double>{max_cols * std::max(multidot_grid_, update_grid_), stream_};
-    host_ = core::pinned_buffer<double>{scalar_count()};
+        core::device_buffer<double>{max_cols * std::max(multidot_.blocks, update_.blocks), stream_};
+    counter_ = core::device_buffer<unsigned>{1, stream_};
+    counter_.fill_bytes(0, stream_);
+    host_ = core::pinned_buffer<double>{2 * scalar_count(),  // steps j and j + 1
+                                        core::host_memory::mapped};
     best_x_ = core::device_buffer<double>{n_, stream_};
+    if constexpr (format_like<Basis>) decoded_ = core::device_buffer<double>{stride_, stream_};
   }
 
   /// Solves A x = b. b and x are device memory of n values; x holds the initial guess on entry
@@ -281,7 +309,6 @@ class cb_gmres {
     restart_guard guard{bnorm, options_.tolerance, static_cast<int>(m_),
                         options_.stagnation_restarts};
     std::vector<double> h(m_ + 1), y(m_);
-    const double eta2 = options_.eta * options_.eta;
     const std::size_t x_bytes = n_ * sizeof(double);
     for (int cycle = 0;; ++cycle) {
       const double beta = true_residual(b, x);
@@ -309,22 +336,17 @@ class cb_gmres {
       std::size_t k = 0;  // basis vectors the cycle's solution update uses
       int taken = 0;      // steps taken, a dropped one included
       cycle_end how = cycle_end::steps;
-      for (std::size_t j = 0;
-           j < static_cast<std::size_t>(d.steps) && res.iterations < options_.max_iterations; ++j) {
-        const int count = static_cast<int>(j + 1);
-        const detail::arnoldi_ref step{scalars_.data(), slot(h_offset()), slot(u_offset()), eta2};
-        const accessor<Basis, double> acc;
-        spmv(acc, acc.offset(view().data, j * stride_), nullptr);
-        multidot(count, w_.data(), stride_, true, nullptr, slot(h_offset()), slot(detail::omega2));
-        update(count, slot(h_offset()), w_.data(), stride_, detail::update_kind::first_pass,
-               nullptr, step);
-        const double* reorth = slot(detail::reorth);  // the second pass runs when it is set
-        multidot(count, w_.data(), stride_, false, reorth, slot(u_offset()), nullptr);
-        update(count, slot(u_offset()), w_.data(), stride_, detail::update_kind::reorth_pass,
-               reorth, step);
-        normalize_and_store(j + 1);
-
-        const double* s = fetch(h_offset() + j + 1);
+      // Step j may run while j < d.steps and the iteration cap allows it; step j + 1 is
+      // queued before the host reads step j (file comment).
+      const int first_iteration = res.iterations;
+      const auto may_run = [&](std::size_t j) {
+        return j < static_cast<std::size_t>(d.steps) &&
+               first_iteration + static_cast<long long>(j) < options_.max_iterations;
+      };
+      if (may_run(0)) queue_step(0);
+      for (std::size_t j = 0; may_run(j); ++j) {
+        if (may_run(j + 1)) queue_step(j + 1);
+        const double* s = wait_step(j);
         ++res.iterations;
         ++taken;
         if (s[detail::reorth] != 0.0) ++res.reorthogonalizations;
@@ -381,14 +403,59 @@ class cb_gmres {
 
   static constexpr int warps = Policy::block_threads / 32;
 
-  /// Blocks for a kernel over the tiles: as many as fit at once (Policy::max_blocks caps
-  /// them), spread so every block gets the same number of rounds.
+  /// How a vector kernel covers the tiles: `groups` warps a tile (the policy's column_groups,
+  /// or by the length: the most that keep the grid within the blocks that fit at once), and
+  /// as many blocks as fit at once (Policy::max_blocks caps them), spread so every block gets
+  /// the same number of rounds.
+  struct launch_shape {
+    unsigned blocks = 1;
+    int groups = 1;
+  };
   template <auto Kernel>
-  unsigned grid_for(std::size_t shared_bytes) const {
+  launch_shape shape_for(std::size_t shared_bytes) const {
     std::size_t cap = core::resident_blocks<Kernel>(Policy::block_threads, shared_bytes);
     if (Policy::max_blocks > 0) cap = std::min<std::size_t>(cap, Policy::max_blocks);
-    return core::balanced_grid(tiles_, std::size_t{warps} * detail::warp_tiles_of<Basis, Policy>,
-                               cap);
+    constexpr std::size_t tiles_per_warp = detail::warp_tiles_of<Basis, Policy>;
+    int groups = detail::column_groups_of<Policy>();
+    if (groups == 0) {
+      groups = 1;
+      while (warps % (2 * groups) == 0 &&
+             core::div_ceil(tiles_, warps / (2 * groups) * tiles_per_warp) <= cap) {
+        groups *= 2;
+      }
+    }
+    return {core::balanced_grid(tiles_, warps / groups * tiles_per_warp, cap), groups};
+  }
+
+  /// Queues Arnoldi step j (v_j in the basis, v_{j+1} stored by it); its update kernels
+  /// leave the scalars and the Hessenberg column in host buffer j % 2 (mapped memory: no
+  /// copy in the stream), where wait_step(j) finds them.
+  void queue_step(std::size_t j) {
+    const int count = static_cast<int>(j + 1);
+    const detail::arnoldi_ref step{scalars_.data(), slot(h_offset()), slot(u_offset()),
+                                   options_.eta * options_.eta,
+                                   host_.device_data() + (j % 2) * scalar_count()};
+    if constexpr (format_like<Basis>) {  // v_j as stored, decoded by the store that wrote it
+      spmv(accessor<double, double>{}, decoded_.data(), nullptr);
+    } else {
+      const accessor<Basis, double> acc;
+      spmv(acc, acc.offset(view().data, j * stride_), nullptr);
+    }
+    multidot(count, w_.data(), stride_, true, nullptr, slot(h_offset()), slot(detail::omega2));
+    update(count, slot(h_offset()), w_.data(), stride_, detail::update_kind::first_pass, nullptr,
+           step);
+    const double* reorth = slot(detail::reorth);  // the second pass runs when it is set
+    multidot(count, w_.data(), stride_, false, reorth, slot(u_offset()), nullptr);
+    update(count, slot(u_offset()), w_.data(), stride_, detail::update_kind::reorth_pass, reorth,
+           step);
+    step_done_[j % 2].record(stream_);  // the host's values are final here
+    normalize_and_store(j + 1);
+  }
+
+  /// Step j's scalars (scalar_slot order, then its Hessenberg column), once they are here.
+  const double* wait_step(std::size_t j) {
+    step_done_[j % 2].synchronize();
+    return host_.data() + (j % 2) * scalar_count();
   }
 
   /// Copies the first `count` device scalars to the host and waits for them.
@@ -435,6 +502,7 @@ class cb_gmres {
 
   /// out[i] = V_i . w for i < count, *out_self = w . w when with_self (w has n_w rows); in
   /// batches of max_batch vectors (the shared-memory accumulators), all guarded by `guard`.
+  /// (Every kernel's last block resets the counter: launches on one stream share it.)
   void multidot(int count, const double* w, std::size_t n_w, bool with_self, const double* guard,
                 double* out, double* out_self) {
     int first = 0;
@@ -444,13 +512,9 @@ class cb_gmres {
       const int cols = batch + (self ? 1 : 0);
       const std::size_t shared = std::size_t(warps) * cols * sizeof(double);
       detail::multidot_kernel<Basis, Policy>
-          <<<multidot_grid_, Policy::block_threads, shared, stream_>>>(
-              view(), static_cast<std::size_t>(first), batch, w, n_w, tiles_, self, guard,
-              partials_.data());
-      SQUEEZE_CHECK_LAUNCH();
-      detail::reduce_kernel<reduce_threads><<<cols, reduce_threads, 0, stream_>>>(
-          partials_.data(), multidot_grid_, batch, detail::reduce_kind::columns, guard,
-          out == nullptr ? nullptr : out + first, out_self, {});
+          <<<multidot_.blocks, Policy::block_threads, shared, stream_>>>(
+              view(), static_cast<std::size_t>(first), batch, w, n_w, tiles_, multidot_.groups,
+              self, guard, sums(), out == nullptr ? nullptr : out + first, out_self);
       SQUEEZE_CHECK_LAUNCH();
       first += batch;
     } while (first < count);
@@ -460,25 +524,20 @@ class cb_gmres {
   /// passes, ||target||^2 and the step's scalars. Skipped on the device when *guard == 0.
   void update(int count, const double* coeffs, double* target, std::size_t n_target,
               detail::update_kind kind, const double* guard, detail::arnoldi_ref step) {
-    detail::update_kernel<Basis, Policy><<<update_grid_, Policy::block_threads, 0, stream_>>>(
-        view(), count, coeffs, target, n_target, tiles_, kind, guard, partials_.data());
-    SQUEEZE_CHECK_LAUNCH();
-    if (kind == detail::update_kind::solution) return;
-    const auto reduce = kind == detail::update_kind::first_pass ? detail::reduce_kind::first_pass
-                                                                : detail::reduce_kind::reorth_pass;
-    detail::reduce_kernel<reduce_threads><<<1, reduce_threads, 0, stream_>>>(
-        partials_.data(), update_grid_, count, reduce, guard, nullptr, nullptr, step);
+    detail::update_kernel<Basis, Policy><<<update_.blocks, Policy::block_threads, 0, stream_>>>(
+        view(), count, coeffs, target, n_target, tiles_, update_.groups, kind, guard, sums(), step);
     SQUEEZE_CHECK_LAUNCH();
   }
 
-  /// w /= sqrt(final2) on the device, then stored as basis vector `vec`.
+  /// w / sqrt(final2) stored as basis vector `vec` (w as it is when final2 is 0 or not
+  /// finite: a breakdown, whose vector the host never uses).
   void normalize_and_store(std::size_t vec) {
-    constexpr int threads = 256;
-    const unsigned blocks = core::grid_for(n_, threads, core::per_sm(8));
-    detail::normalize_kernel<threads>
-        <<<blocks, threads, 0, stream_>>>(w_.data(), n_, slot(detail::final2));
-    SQUEEZE_CHECK_LAUNCH();
-    basis_.store(vec * stride_, w_.data(), stride_, stream_, options_.mode);  // zeros past n
+    basis_.store_normalized(vec * stride_, w_.data(), stride_, slot(detail::final2), stream_,
+                            options_.mode, decoded_.data());  // zeros past n
+  }
+
+  [[nodiscard]] detail::grid_sum sums() const noexcept {
+    return {partials_.data(), counter_.data()};
   }
 
   csr_ref a_;
@@ -488,15 +547,19 @@ class cb_gmres {
   std::size_t m_ = 0;
   std::size_t stride_ = 0;
   std::size_t tiles_ = 0;
-  unsigned multidot_grid_ = 1;
-  unsigned update_grid_ = 1;
-  static constexpr int reduce_threads = 256;
+  launch_shape multidot_;
+  launch_shape update_;
   array<Basis> basis_;                    // [(m + 1) * stride]
   core::device_buffer<double> w_;         // [stride], zeros past n
   core::device_buffer<double> scalars_;   // [scalar_count()]
   core::device_buffer<double> partials_;  // [max_batch + 1][grid]
-  core::pinned_buffer<double> host_;      // [scalar_count()], host mirror
+  core::device_buffer<unsigned> counter_;  // [1], the blocks done of the running kernel
+  core::pinned_buffer<double> host_;       // [2][scalar_count()], mapped: mirrors of two steps
+  core::event step_done_[2] = {core::event{cudaEventDisableTiming},
+                               core::event{cudaEventDisableTiming}};
   core::device_buffer<double> best_x_;    // [n], the best x of the current solve
+  core::device_buffer<double> decoded_;   // [stride], FRSZ2 only: the newest basis vector
+                                          // as stored, decoded (the SpMV's x)
 };
 
 /// One solve with a fresh solver (allocation included); see cb_gmres.

@@ -29,11 +29,7 @@ void compress(const typename F::float_type* x, std::size_t n, compressed_ref<F> 
   if (n == 0) return;
   SQUEEZE_EXPECTS(x != nullptr && out.payload != nullptr && out.exponents != nullptr,
                   "frsz2::compress: null pointer");
-  constexpr int threads = 256;
-  detail::compress_kernel<F, threads>
-      <<<detail::grid_for(tiles<F>(n), threads / 32 * detail::compress_unroll), threads, 0,
-         stream>>>(x, out, mode);
-  SQUEEZE_CHECK_LAUNCH();
+  detail::launch_compress(x, out, stream, mode, nullptr);
 }
 
 /// Decodes values [first, first + count) of `in` to out[0..count) (device memory).

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // squeeze/frsz2/detail/cb_gmres_kernels.cuh: CB-GMRES's kernels and their device helpers
 // (SpMV through the basis accessor, the fused multi-dot and update over tiles of the basis,
-// the fixed-order reductions). Internal: frsz2/cb_gmres.cuh launches them.
+// each finishing with its fixed-order cross-block sum). Internal: frsz2/cb_gmres.cuh launches
+// them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -112,22 +113,79 @@ struct warp_tiles {
   }
 };
 
-/// Calls round(t0, tiles) for every round of T consecutive tiles (of `tiles`) this warp owns:
-/// warp w of the grid takes tiles w T .., then strides by the grid's warps.
+/// Calls round(t0, active) for every round of the block over `tiles` tiles. The block's warps
+/// form Warps / groups owners of T consecutive tiles each (warps o groups .. o groups +
+/// groups - 1 share owner o's tiles and split the basis vectors between them); round r of
+/// block b gives its owners the tiles from (r gridDim.x + b) (Warps / groups) T on. Every warp
+/// of a block runs the same rounds, so a round may end in __syncthreads(); `active` is false
+/// for an owner whose tiles start past the end.
 template <int T, int Warps, class Round>
-SQUEEZE_DEVICE void for_warp_rounds(std::size_t tiles, Round&& round) {
-  const std::size_t warp_id = std::size_t{blockIdx.x} * Warps + threadIdx.x / 32;
-  const std::size_t stride = std::size_t{gridDim.x} * Warps * T;
-  for (std::size_t t0 = warp_id * T; t0 < tiles; t0 += stride) round(t0, warp_tiles<T>{t0, tiles});
+SQUEEZE_DEVICE void for_block_rounds(std::size_t tiles, int groups, Round&& round) {
+  const std::size_t per_block = std::size_t(Warps / groups) * T;
+  const std::size_t mine = (threadIdx.x / 32) / groups * std::size_t{T};
+  for (std::size_t base = blockIdx.x * per_block; base < tiles; base += gridDim.x * per_block) {
+    round(base + mine, base + mine < tiles);
+  }
 }
 
-/// Calls batch.template operator()<N>(i) over columns [0, count): N = U while U columns are
-/// left (their loads all in flight at once), then N = 1 for the rest.
+/// Calls batch.template operator()<N>(i) over this warp's share of columns [0, count): chunks
+/// of U columns, chunk c to the warp of its owner with c % groups == group; N = U for a whole
+/// chunk (its loads all in flight at once), N = 1 for each column of a short last chunk.
 template <int U, class Batch>
-SQUEEZE_DEVICE void for_column_batches(int count, Batch&& batch) {
-  int i = 0;
-  for (; i + U <= count; i += U) batch.template operator()<U>(i);
-  for (; i < count; ++i) batch.template operator()<1>(i);
+SQUEEZE_DEVICE void for_column_batches(int count, int group, int groups, Batch&& batch) {
+  for (int i = group * U; i < count; i += groups * U) {
+    if (i + U <= count) {
+      batch.template operator()<U>(i);
+    } else {
+      for (int k = i; k < count; ++k) batch.template operator()<1>(k);
+    }
+  }
+}
+
+/// Where a kernel's cross-block sums go: each block writes its partial of column c to
+/// partials[c gridDim.x + block]; the block that finishes last adds them up in a fixed order
+/// (so every run gives the same bits) and finishes the kernel's reduction.
+struct grid_sum {
+  double* partials = nullptr;   ///< [columns][gridDim.x]
+  unsigned* counter = nullptr;  ///< blocks done; 0 between launches (the last block resets it)
+};
+
+/// Called by every thread after its block's partials are written: true in every thread of
+/// the block that finishes last, which may then read every block's partials (with __ldcg:
+/// they were written on other SMs). That block resets the counter for the next launch
+/// (launches on one stream run one after another).
+SQUEEZE_DEVICE bool last_block_done(unsigned* counter) {
+  __shared__ bool last;
+  __threadfence();  // this thread's partials reach the device before its block's ticket
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    if (last) {
+      *counter = 0;
+      __threadfence();  // the others' partials, ordered by their tickets, before the reads
+    }
+  }
+  __syncthreads();
+  return last;
+}
+
+/// sums[k] = p[k n] + ... + p[k n + n - 1] for k < K (columns past `columns` read as 0),
+/// added in a fixed order, in every lane of the calling warp. The lanes split each column's n
+/// values; all K columns' loads of a lane are issued together, so the sums take
+/// ceil(n / 32) round trips to L2, not K times as many.
+template <int K>
+SQUEEZE_DEVICE void warp_sums_of(const double* p, unsigned n, int columns, double (&sums)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) sums[k] = 0.0;
+  for (unsigned i = threadIdx.x % 32; i < n; i += 32) {
+    double v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = k < columns ? __ldcg(p + std::size_t(k) * n + i) : 0.0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) sums[k] += v[k];
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) sums[k] = warp_sum(sums[k]);
 }
 
 /// mine[u] += V_{vec0 + u} . w over the warp's tiles, u < U; every load is issued first.
@@ -161,15 +219,16 @@ SQUEEZE_DEVICE void warp_axpy_columns(const basis_reader<S>& v, std::size_t vec0
   });
 }
 
-/// Partials of out[i] = V_{first + i} . w for i < count, and of w . w when with_self:
-/// partials[col][gridDim.x], col < count (+ 1), summed in a fixed order by
-/// reduce_kernel (so the results are deterministic). w has n_w rows (read as 0 past them);
-/// the basis vectors `tiles` tiles.
-/// Returns at once when `guard` is set and *guard == 0.
+/// out[i] = V_{first + i} . w for i < count, and *out_self = w . w when with_self. w has n_w
+/// rows (read as 0 past them), the basis vectors `tiles` tiles; `groups` warps share a tile
+/// (for_block_rounds). Each block sums its warps' products, the last block the blocks'
+/// (grid_sum: partials[col][gridDim.x], col < count (+ 1)). Returns at once when `guard` is
+/// set and *guard == 0.
 template <basis_storage S, class P>
 SQUEEZE_KERNEL_MIN_BLOCKS(P::block_threads, P::min_blocks_per_sm)
 void multidot_kernel(basis_ref<S> v, std::size_t first, int count, const double* w, std::size_t n_w,
-                     std::size_t tiles, bool with_self, const double* guard, double* partials) {
+                     std::size_t tiles, int groups, bool with_self, const double* guard,
+                     grid_sum sum, double* out, double* out_self) {
   if (guard != nullptr && *guard == 0.0) return;
   constexpr int warps = P::block_threads / 32;
   constexpr int T = warp_tiles_of<S, P>;
@@ -178,19 +237,23 @@ void multidot_kernel(basis_ref<S> v, std::size_t first, int count, const double*
   extern __shared__ double multidot_acc[];  // [warps][cols]
   const int cols = count + (with_self ? 1 : 0);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = static_cast<int>(warp) % groups;
   for (int i = static_cast<int>(threadIdx.x); i < warps * cols; i += P::block_threads) {
     multidot_acc[i] = 0;
   }
   __syncthreads();
-  double* mine = multidot_acc + warp * cols;
+  double* mine = multidot_acc + warp * cols;  // a group's warps write disjoint columns
   const basis_reader<S> reader{v};
-  for_warp_rounds<T, warps>(tiles, [&](std::size_t t0, const warp_tiles<T>& at) {
+  for_block_rounds<T, warps>(tiles, groups, [&](std::size_t t0, bool active) {
+    if (!active) return;
+    const warp_tiles<T> at{t0, tiles};
     double wr[T][V];
 #pragma unroll
     for (int k = 0; k < T; ++k) read_rows(w, n_w, t0 + k, wr[k]);
-    for_column_batches<U>(
-        count, [&]<int N>(int i) { warp_dot_columns<N>(reader, first + i, at, wr, mine + i); });
-    if (with_self) {
+    for_column_batches<U>(count, group, groups, [&]<int N>(int i) {
+      warp_dot_columns<N>(reader, first + i, at, wr, mine + i);
+    });
+    if (with_self && group == 0) {
       double s = 0.0;
 #pragma unroll
       for (int k = 0; k < T; ++k) {
@@ -205,7 +268,23 @@ void multidot_kernel(basis_ref<S> v, std::size_t first, int count, const double*
   for (int col = static_cast<int>(threadIdx.x); col < cols; col += P::block_threads) {
     double s = 0.0;
     for (int k = 0; k < warps; ++k) s += multidot_acc[k * cols + col];
-    partials[std::size_t(col) * gridDim.x + blockIdx.x] = s;
+    sum.partials[std::size_t(col) * gridDim.x + blockIdx.x] = s;
+  }
+  if (!last_block_done(sum.counter)) return;
+  constexpr int K = 8;  // columns a warp sums at once
+  for (int col = static_cast<int>(warp) * K; col < cols; col += warps * K) {
+    double s[K];
+    warp_sums_of(sum.partials + std::size_t(col) * gridDim.x, gridDim.x, cols - col, s);
+    if (lane < K && col + static_cast<int>(lane) < cols) {
+      double mine = s[0];
+#pragma unroll
+      for (int k = 1; k < K; ++k) mine = lane == static_cast<unsigned>(k) ? s[k] : mine;
+      const int c = col + static_cast<int>(lane);
+      if (c < count)
+        out[c] = mine;
+      else
+        *out_self = mine;
+    }
   }
 }
 
@@ -216,30 +295,73 @@ enum class update_kind : int {
   reorth_pass,  ///< skipped unless reorth; w -= V u; then final2 = ||w||^2, h += u
 };
 
+/// The step's device scalars an Arnoldi pass of update_kernel writes, and the host memory
+/// (mapped) that receives them: mirror[0 .. scalar_slots) the scalars, mirror[scalar_slots +
+/// i] = h[i] for i < count.
+struct arnoldi_ref {
+  double* scalars = nullptr;  ///< [scalar_slots]
+  double* h = nullptr;        ///< the Hessenberg column [count + 1]
+  const double* u = nullptr;  ///< reorthogonalization coefficients [count]
+  double eta2 = 0.0;
+  double* mirror = nullptr;  ///< mapped host memory [scalar_slots + count]
+};
+
 /// target -= sum_i coeffs[i] V_i over i < count (+= for update_kind::solution) on rows
-/// [0, n_target), and, unless solution, this block's partial of ||target||^2 in
-/// partials[blockIdx.x]. Each warp keeps its rows of the target in registers across all
-/// vectors. Returns at once when `guard` is set and *guard == 0.
+/// [0, n_target); then, unless solution, ||target||^2 (each block's partial, the last block's
+/// sum: grid_sum) and the step's scalars as `kind` says, copied with the Hessenberg column to
+/// step.mirror, where the host reads them once the kernel is done. With groups == 1 a warp keeps
+/// its rows of the target in registers across all vectors; with more, the `groups` warps of a tile
+/// each add up their share of the vectors, and the first adds the shares, in group order, to
+/// the target. Returns at once when `guard` is set and *guard == 0.
 template <basis_storage S, class P>
 SQUEEZE_KERNEL_MIN_BLOCKS(P::block_threads, P::min_blocks_per_sm)
 void update_kernel(basis_ref<S> v, int count, const double* coeffs, double* target,
-                   std::size_t n_target, std::size_t tiles, update_kind kind, const double* guard,
-                   double* partials) {
+                   std::size_t n_target, std::size_t tiles, int groups, update_kind kind,
+                   const double* guard, grid_sum sum, arnoldi_ref step) {
   if (guard != nullptr && *guard == 0.0) return;
   constexpr int warps = P::block_threads / 32;
   constexpr int T = warp_tiles_of<S, P>;
   constexpr int V = lane_rows<S>;
   constexpr int U = P::columns_in_flight;
+  __shared__ double shares[warps][T][V][32];  // a warp's share of a round, with groups > 1
   const double sign = kind == update_kind::solution ? 1.0 : -1.0;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = static_cast<int>(warp) % groups;
   double squares = 0.0;
   const basis_reader<S> reader{v};
-  for_warp_rounds<T, warps>(tiles, [&](std::size_t t0, const warp_tiles<T>& at) {
-    double x[T][V];
+  for_block_rounds<T, warps>(tiles, groups, [&](std::size_t t0, bool active) {
+    double x[T][V] = {};
+    if (active) {
+      if (groups == 1) {
 #pragma unroll
-    for (int k = 0; k < T; ++k) read_rows(target, n_target, t0 + k, x[k]);
-    for_column_batches<U>(
-        count, [&]<int N>(int i) { warp_axpy_columns<N>(reader, i, coeffs + i, sign, at, x); });
+        for (int k = 0; k < T; ++k) read_rows(target, n_target, t0 + k, x[k]);
+      }
+      const warp_tiles<T> at{t0, tiles};
+      for_column_batches<U>(count, group, groups, [&]<int N>(int i) {
+        warp_axpy_columns<N>(reader, i, coeffs + i, sign, at, x);
+      });
+    }
+    if (groups > 1) {
+#pragma unroll
+      for (int k = 0; k < T; ++k) {
+#pragma unroll
+        for (int c = 0; c < V; ++c) shares[warp][k][c][lane] = x[k][c];
+      }
+      __syncthreads();
+      if (active && group == 0) {
+#pragma unroll
+        for (int k = 0; k < T; ++k) read_rows(target, n_target, t0 + k, x[k]);
+        for (int g = 0; g < groups; ++g) {
+#pragma unroll
+          for (int k = 0; k < T; ++k) {
+#pragma unroll
+            for (int c = 0; c < V; ++c) x[k][c] += shares[warp + g][k][c][lane];
+          }
+        }
+      }
+      __syncthreads();  // the shares are read before the next round writes them
+    }
+    if (!active || group != 0) return;
 #pragma unroll
     for (int k = 0; k < T; ++k) {
       const std::size_t row = ((t0 + k) * 32 + lane) * V;
@@ -260,78 +382,25 @@ void update_kernel(basis_ref<S> v, int count, const double* coeffs, double* targ
   if (threadIdx.x == 0) {
     double s = 0.0;
     for (int k = 0; k < warps; ++k) s += warp_squares[k];
-    partials[blockIdx.x] = s;
+    sum.partials[blockIdx.x] = s;
   }
-}
-
-/// The step's device scalars the reductions write.
-struct arnoldi_ref {
-  double* scalars = nullptr;  ///< [scalar_slots]
-  double* h = nullptr;        ///< the Hessenberg column [count + 1]
-  const double* u = nullptr;  ///< reorthogonalization coefficients [count]
-  double eta2 = 0.0;
-};
-
-/// What reduce_kernel does with column sums.
-enum class reduce_kind : int {
-  columns,      ///< out[col] for col < count, *out_self for col == count (a multi-dot)
-  first_pass,   ///< one column, ||w||^2: first2 = final2 = it, reorth = it < eta^2 omega^2
-  reorth_pass,  ///< one column, ||w||^2: final2 = it, h += u
-};
-
-/// Block c sums partials[c][0 .. blocks) in a fixed order (so every run gives the same bits)
-/// and finishes as `kind` says. Returns at once when `guard` is set and *guard == 0.
-template <int Threads>
-SQUEEZE_KERNEL(Threads)
-void reduce_kernel(const double* partials, unsigned blocks, int count, reduce_kind kind,
-                   const double* guard, double* out, double* out_self, arnoldi_ref step) {
-  if (guard != nullptr && *guard == 0.0) return;
-  constexpr int warps = Threads / 32;
-  __shared__ double warp_sums[warps];
-  const unsigned col = blockIdx.x;
-  const double* p = partials + std::size_t{col} * blocks;
-  double s = 0.0;
-  for (unsigned b = threadIdx.x; b < blocks; b += Threads) s += p[b];
-  s = warp_sum(s);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
-  __syncthreads();
-  if (threadIdx.x != 0) {
-    if (kind == reduce_kind::reorth_pass) {
-      for (int i = static_cast<int>(threadIdx.x) - 1; i < count; i += Threads - 1)
-        step.h[i] += step.u[i];
-    }
-    return;
+  if (!last_block_done(sum.counter)) return;
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += P::block_threads) {
+    const double h = kind == update_kind::reorth_pass ? step.h[i] + step.u[i] : step.h[i];
+    if (kind == update_kind::reorth_pass) step.h[i] = h;
+    step.mirror[scalar_slots + i] = h;
   }
-  s = 0.0;
-  for (int k = 0; k < warps; ++k) s += warp_sums[k];
-  switch (kind) {
-    case reduce_kind::columns:
-      if (static_cast<int>(col) < count)
-        out[col] = s;
-      else
-        *out_self = s;
-      break;
-    case reduce_kind::first_pass:
-      step.scalars[first2] = s;
-      step.scalars[final2] = s;
-      step.scalars[reorth] = s < step.eta2 * step.scalars[omega2] ? 1.0 : 0.0;
-      break;
-    case reduce_kind::reorth_pass: step.scalars[final2] = s; break;
+  if (warp != 0) return;
+  double s[1];
+  warp_sums_of(sum.partials, gridDim.x, 1, s);
+  if (lane != 0) return;
+  double* const scalars = step.scalars;
+  if (kind == update_kind::first_pass) {
+    scalars[first2] = s[0];
+    scalars[reorth] = s[0] < step.eta2 * scalars[omega2] ? 1.0 : 0.0;
   }
-}
-
-/// w /= sqrt(*norm2), unless *norm2 is 0 or not finite (a breakdown: the host ends the cycle
-/// and never uses this vector).
-template <int Threads>
-SQUEEZE_KERNEL(Threads)
-void normalize_kernel(double* w, std::size_t n, const double* norm2) {
-  const double nn = *norm2;
-  if (!(nn > 0.0) || !isfinite(nn)) return;
-  const double norm = sqrt(nn);
-  const std::size_t stride = std::size_t{gridDim.x} * Threads;
-  for (std::size_t i = blockIdx.x * std::size_t{Threads} + threadIdx.x; i < n; i += stride) {
-    w[i] = w[i] / norm;
-  }
+  scalars[final2] = s[0];
+  for (int k = 0; k < scalar_slots; ++k) step.mirror[k] = scalars[k];
 }
 
 /// Lanes per row of the SpMV: the power of two in [2, 32] at or above the mean row length.

@@ -17,6 +17,7 @@
 #include "squeeze/core/launch.hpp"
 #include "squeeze/core/reduce_op.hpp"
 #include "squeeze/frsz2/accessor.hpp"
+#include "squeeze/frsz2/detail/array_kernels.cuh"
 #include "squeeze/frsz2/format.hpp"
 #include "squeeze/frsz2/warp_codec.cuh"
 
@@ -25,34 +26,63 @@ namespace squeeze::frsz2 {
 namespace detail {
 
 /// Tiles each warp loads before it encodes them: 8 x 8 B per lane in flight, and on the
-/// shuffle path the 8 exponent words leave in one 16-byte store.
+/// shuffle path the 8 exponent words leave in one 16-byte store. Vectors too short to give
+/// every SM a block of such warps take one tile a warp instead (more warps, each done
+/// sooner).
 inline constexpr int compress_unroll = 8;
 
-template <format_like F, int BlockThreads>
+/// Compresses x[0..out.size) into `out`, or x / norm_divisor(norm2) when norm2 is not null
+/// (a vector normalized on its way into storage); with `decoded` not null, also writes the
+/// values as stored (what accessor<F> reads back) to decoded[0..out.size).
+template <format_like F, int BlockThreads, int Unroll = compress_unroll>
 SQUEEZE_KERNEL(BlockThreads)
-void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rounding mode) {
+void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rounding mode,
+                     const double* norm2, typename F::float_type* decoded) {
   using compressor = warp_compressor<F>;
   constexpr int warps = BlockThreads / 32;
   __shared__ typename compressor::TempStorage storage[warps];
   compressor c{storage[threadIdx.x / 32]};
   const unsigned lane = threadIdx.x % 32;
   const std::size_t n_tiles = tiles<F>(out.size);
-  const std::size_t stride = std::size_t{gridDim.x} * warps * compress_unroll;
-  for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * compress_unroll;
-       t0 < n_tiles; t0 += stride) {
-    typename F::float_type v[compress_unroll][compressor::per_lane];
+  const std::size_t stride = std::size_t{gridDim.x} * warps * Unroll;
+  const double divisor = norm_divisor(norm2);  // 1 without a norm: x / 1 is x
+  for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * Unroll; t0 < n_tiles;
+       t0 += stride) {
+    typename F::float_type v[Unroll][compressor::per_lane];
 #pragma unroll
-    for (int u = 0; u < compress_unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
+    for (int u = 0; u < Unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
+    if (norm2 != nullptr) {
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < compressor::per_lane; ++k) {
+          v[u][k] = static_cast<typename F::float_type>(v[u][k] / divisor);
+        }
+      }
+    }
     std::uint16_t mine = 0;  // lane u keeps tile t0 + u's exponent word
 #pragma unroll
-    for (int u = 0; u < compress_unroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       if (t0 + u < n_tiles) {
         const std::uint16_t w = c.compress_tile(v[u], t0 + u, out, mode, !compressor::by_shuffles);
         if (lane == static_cast<unsigned>(u)) mine = w;
       }
     }
     if constexpr (compressor::by_shuffles) {
-      if (lane < compress_unroll && t0 + lane < n_tiles) out.exponents[t0 + lane] = mine;
+      if (lane < Unroll && t0 + lane < n_tiles) out.exponents[t0 + lane] = mine;
+    }
+    if (decoded != nullptr) {
+      __syncwarp();  // the warp's payload and exponents, written above, visible to all its lanes
+      const accessor<F, typename F::float_type> acc;
+      const compressed_handle<F> h = out.data_handle();
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < compressor::per_lane; ++k) {
+          const std::size_t i = (t0 + u) * tile_values<F> + lane + 32u * k;
+          if (i < out.size) decoded[i] = acc.load(h, i);
+        }
+      }
     }
   }
 }
@@ -97,6 +127,24 @@ void decompress_kernel(compressed_ref<F> in, std::size_t first,
 /// blocks of 256 threads per SM (a grid-stride loop does the rest).
 inline unsigned grid_for(std::size_t items, std::size_t per_block) {
   return core::grid_for(items, per_block, core::per_sm(16));
+}
+
+/// compress_kernel over x[0..out.size) on `stream` (arguments checked by the caller).
+template <format_like F>
+void launch_compress(const typename F::float_type* x, compressed_ref<F> out, cudaStream_t stream,
+                     rounding mode, const double* norm2,
+                     typename F::float_type* decoded = nullptr) {
+  constexpr int threads = 256;
+  const std::size_t n_tiles = tiles<F>(out.size);
+  if (n_tiles >= core::per_sm(threads / 32 * compress_unroll)) {
+    compress_kernel<F, threads>
+        <<<grid_for(n_tiles, threads / 32 * compress_unroll), threads, 0, stream>>>(x, out, mode,
+                                                                                    norm2, decoded);
+  } else {
+    compress_kernel<F, threads, 1>
+        <<<grid_for(n_tiles, threads / 32), threads, 0, stream>>>(x, out, mode, norm2, decoded);
+  }
+  SQUEEZE_CHECK_LAUNCH();
 }
 
 template <format_like F, bool Reduce>
