@@ -299,6 +299,25 @@ TEST(RoastGemm, ForwardMappingIndependentOfBlockWidth) {
   at.template operator()<256>();
 }
 
+// Tile signs over reductions of more than 32 stages (the consumers work them out 32 stages
+// at a time): K = 2176 and N = 2112 are 34 and 33 stages of bf16, K 68 of fp32. At
+// block width 64 a stage's whole wgmma takes its tile's sign; at 128 and 256 the 64-wide
+// tiles give each column block its own sign, applied by flipping its sum.
+TEST(RoastGemm, SignsOverManyStages) {
+  SQUEEZE_REQUIRE_GPU();
+  const gemm_case c{64, 2176, 2112, {64, 64}, true, 60000};
+  std::uint64_t seed = 1300;
+  const auto at = [&]<int BlockN>() {
+    using policy = roast::hopper_gemm_policy_n<BlockN>;
+    check_forward<__nv_bfloat16, float, policy>(c, seed++);
+    check_forward<float, float, policy>(c, seed++);
+    check_backward_input<__nv_bfloat16, float, policy>(c, seed++);
+  };
+  at.template operator()<64>();
+  at.template operator()<128>();
+  at.template operator()<256>();
+}
+
 // A policy of the user's own: a shallower ring (96 KiB: 2, 3 and 4 stages at block_n 256,
 // 128 and 64) and B's sources worked out 32 stages at a time, over a reduction of 37 stages
 // (more than one batch of sources per tile, a partial last one) and several tiles per

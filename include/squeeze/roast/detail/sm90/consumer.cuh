@@ -57,51 +57,82 @@ __device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, con
   }
   const std::uint32_t tile_k = map.tile().k;
   const std::uint32_t tile_n = map.tile().n;
+  // With sign hashes: bit kt % 32 of negative[j] says whether column block j's tile at
+  // stage kt has sign -1. Worked out 32 stages at a time, a stage a lane, before the wait
+  // for the stage: a hash and two divisions a stage on the path from a stage's arrival to
+  // its wgmma held up the tensor cores.
+  std::uint32_t negative[Signs ? BN / IN : 1] = {};
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int it = done + kt;
     const int s = ring.slot(it);
+    if constexpr (Signs) {
+      if (kt % 32 == 0) {
+        const int stage = kt + lane;
+        const auto r0 = static_cast<std::uint32_t>(stage) * bk;
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) {
+          const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
+          const bool minus = stage < k_tiles &&
+                             (Pass == pass::forward ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
+                                                    : map.tile_sign(col / tile_k, r0 / tile_n) < 0);
+          negative[j] = __ballot_sync(0xffffffffu, minus);
+        }
+      }
+    }
     ring.wait_full(it);
     const std::uint32_t a_s = ring.a(s);
     const std::uint32_t b_s = ring.b(s);
     SQUEEZE_UNROLL
     for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
-    if constexpr (Signs) {
-      // The accumulator of column block j holds sign[j] * (the true sum); when a tile's
-      // sign differs from it, flip it (the wgmma of the last stage has finished), so every
-      // wgmma adds with +1: a run-time choice of the instruction's B scale would make the
-      // compiler serialize every wgmma.
-      const auto r0 = static_cast<std::uint32_t>(kt) * bk;
+    // One column block: the stage's wgmma add with B scaled by the tile's sign (both
+    // instruction sequences compiled; no accumulator is touched outside wgmma). Several:
+    // the accumulator of column block j holds sign[j] * (the true sum); when a tile's sign
+    // differs from it, flip it (the wgmma of the last stage has finished), so every wgmma
+    // adds with +1: a run-time choice of each instruction's B scale would make the compiler
+    // serialize every wgmma.
+    constexpr bool whole_stage_sign = Signs && BN == IN;
+    if constexpr (Signs && !whole_stage_sign) {
       SQUEEZE_UNROLL
       for (int j = 0; j < BN / IN; ++j) {
-        const std::uint32_t col = n0 + static_cast<std::uint32_t>(j * IN);
-        const bool negative = Pass == pass::forward ? map.tile_sign(r0 / tile_k, col / tile_n) < 0
-                                                    : map.tile_sign(col / tile_k, r0 / tile_n) < 0;
-        if (negative != flipped[j]) {  // warp-uniform
-          flipped[j] = negative;
+        const bool minus = ((negative[j] >> (kt % 32)) & 1u) != 0;
+        if (minus != flipped[j]) {  // warp-uniform
+          flipped[j] = minus;
           SQUEEZE_UNROLL
           for (int i = 0; i < IN / 2; ++i) acc[j][i] = -acc[j][i];
         }
         arch::wgmma_fence_operands(acc[j]);
       }
     }
-    arch::wgmma_fence();
-    SQUEEZE_UNROLL
-    for (int ks = 0; ks < k_steps; ++ks) {
-      const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
-                                                     k_major_a ? 16 : 8192, 1024, swizzle);
+    const auto issue = [&]<int ScaleB>() {
+      arch::wgmma_fence();
       SQUEEZE_UNROLL
-      for (int j = 0; j < BN / IN; ++j) {
-        const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
-        const std::uint64_t db =
-            arch::smem_descriptor(b_s + b_j + ks * b_step, k_major_b ? 16 : 8192, 1024, swizzle);
-        arch::wgmma_ss<tag, IN, 1, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+      for (int ks = 0; ks < k_steps; ++ks) {
+        const std::uint64_t da = arch::smem_descriptor(a_s + wg * 8192 + ks * a_step,
+                                                       k_major_a ? 16 : 8192, 1024, swizzle);
+        SQUEEZE_UNROLL
+        for (int j = 0; j < BN / IN; ++j) {
+          const std::uint32_t b_j = k_major_b ? j * IN * 128 : j * (IN / bk) * 8192;
+          const std::uint64_t db =
+              arch::smem_descriptor(b_s + b_j + ks * b_step, k_major_b ? 16 : 8192, 1024, swizzle);
+          arch::wgmma_ss<tag, IN, ScaleB, k_major_a ? 0 : 1, k_major_b ? 0 : 1>(acc[j], da, db);
+        }
       }
+      arch::wgmma_commit();
+      // Finish this stage's wgmma and hand the stage back at once: the copies are the
+      // bottleneck, and a stage more in flight is worth more than overlapping the next
+      // wgmma issue, which the other warpgroup covers. (Finished inside each branch of the
+      // sign: no wgmma in flight where the two join.)
+      arch::wgmma_wait<0>();
+    };
+    if constexpr (whole_stage_sign) {
+      if (((negative[0] >> (kt % 32)) & 1u) != 0) {  // warp-uniform
+        issue.template operator()<-1>();
+      } else {
+        issue.template operator()<1>();
+      }
+    } else {
+      issue.template operator()<1>();
     }
-    arch::wgmma_commit();
-    // Finish this stage's wgmma and hand the stage back at once: the copies are the
-    // bottleneck, and a stage more in flight is worth more than overlapping the next wgmma
-    // issue, which the other warpgroup covers.
-    arch::wgmma_wait<0>();
     SQUEEZE_UNROLL
     for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
     ring.release(it, lane);
