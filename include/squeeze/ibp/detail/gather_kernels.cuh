@@ -90,9 +90,17 @@ SQUEEZE_DEVICE row_location locate(const gather_args<Index>& a, std::size_t i) {
 
 /// The gather loop: output rows of `out` (dst, dst_stride, count, status_out), each found
 /// by a `locate(req, i)` overload (plain gathers here; the compressed cache adds its own).
+/// While a warp decodes one row, the next one's loads are in flight. Rows that fit the
+/// workspace are located a row earlier still: the row after next is located (its index
+/// and offsets, two dependent loads from device memory) once the decode is issued, so the
+/// lookups overlap the next row's crossing of PCIe instead of coming before it (H100, 91 %
+/// savings, against the ideal rate: 1 KiB rows 0.85 -> 0.88 in gathers of 20 000 rows, 1
+/// and 4 KiB 0.93 -> 0.94 in gathers of 100 000). Streamed rows, long enough to hide the
+/// lookups, keep the registers that would take.
 template <class Policy, bool Streaming, unsigned Chunk, class Request, class Index>
 SQUEEZE_DEVICE void gather_loop(const Request& req, const gather_args<Index>& out) {
   using decoder = warp_decoder<typename Policy::decode, Streaming, Chunk>;
+  constexpr bool locate_early = !Streaming;
   extern __shared__ std::byte smem[];
   constexpr int warps_per_block = Policy::block_threads / warp_threads;
   const unsigned warp_in_block = threadIdx.x / warp_threads;
@@ -105,20 +113,21 @@ SQUEEZE_DEVICE void gather_loop(const Request& req, const gather_args<Index>& ou
   typename decoder::stage staged;
   row_location cur = locate(req, i);
   if (cur.st == status::ok) decoder::prefetch(cur.row, staged);
-  for (; i < out.count; i += warps) {
+  row_location next;  // row i + warps
+  if (locate_early && i + warps < out.count) next = locate(req, i + warps);
+  for (;; i += warps) {
     __syncwarp();  // every lane is done with the workspace the row lands in
     if (cur.st == status::ok) dec.land(cur.row, staged);
     // Issue the next row's loads before decoding this one.
-    const std::size_t next_i = i + warps;
-    row_location next;
-    if (next_i < out.count) {
-      next = locate(req, next_i);
-      if (next.st == status::ok) decoder::prefetch(next.row, staged);
-    }
+    const bool more = i + warps < out.count;
+    if (!locate_early && more) next = locate(req, i + warps);
+    if (more && next.st == status::ok) decoder::prefetch(next.row, staged);
     status st = cur.st;
     if (st == status::ok) st = dec.decode_loaded(dst + i * out.dst_stride);
     if (core::arch::lane_id() == 0) core::report_status(out.status_out, st);
+    if (!more) break;
     cur = next;
+    if (locate_early && i + 2 * warps < out.count) next = locate(req, i + 2 * warps);
   }
 }
 
