@@ -164,18 +164,20 @@ inline void tour_section(report_table& table, const tour_context& context) {
     SQUEEZE_CUDA_TRY(cudaMemcpyAsync(copy.data(), device.data(), n * sizeof(float),
                                      cudaMemcpyDeviceToDevice, nullptr));
   };
-  // Each measurement and its baseline timed in turns (collect_in_turns).
+  // Each measurement and its baseline timed in turns (collect_in_turns): timed(work) is one
+  // run of work() between events on the legacy stream.
   core::event_timer timer{nullptr};
-  const auto timed = [&](auto f) -> std::function<double()> {
-    return [&timer, &sum, f] {
+  const auto timed = [&timer](auto work) -> std::function<double()> {
+    return [&timer, work] {
       timer.start();
-      f(sum.data());
+      work();
       timer.stop();
       return static_cast<double>(timer.elapsed_ms());
     };
   };
-  const auto t =
-      collect_in_turns(timing, {timed(hits), timed(d2d), timed(misses), timed(zero_copy)});
+  const auto into_sum = [&sum](auto f) { return [&sum, f] { f(sum.data()); }; };
+  const auto t = collect_in_turns(timing, {timed(into_sum(hits)), timed(into_sum(d2d)),
+                                           timed(into_sum(misses)), timed(into_sum(zero_copy))});
   const double gb = n * sizeof(float) / 1e9;
   const auto gbs = [&](const core::timing_summary& s) { return gb / (s.median_ms * 1e-3); };
   add("cache hits, cache-line-aware vs device-to-device copy (>= 0.5)", gbs(t[0]), gbs(t[1]),
@@ -218,12 +220,7 @@ inline void tour_section(report_table& table, const tour_context& context) {
     depth.copy_to(std::span<std::uint32_t>{got}, nullptr);
     SQUEEZE_CUDA_TRY(cudaDeviceSynchronize());
     if (got != reference) throw verification_error{"bam BFS differs from the host BFS"};
-    return [&timer, run] {
-      timer.start();
-      run();
-      timer.stop();
-      return static_cast<double>(timer.elapsed_ms());
-    };
+    return timed(run);
   };
   const auto bfs_times = collect_in_turns(timing, {checked_bfs(direct, bam::traversal::vertex),
                                                    checked_bfs(cached, bam::traversal::odt)});

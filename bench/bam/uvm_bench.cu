@@ -138,8 +138,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../examples/common/json.hpp"  // the JSON value writers the examples use
 #include "bam/uvm_study.cuh"
-#include "common/json.hpp"
 #include "common/l2_flush.hpp"
 
 namespace bam = squeeze::bam;
@@ -477,8 +477,8 @@ void measure(variant_run& v, const options& o) {
 
 // ---- JSON ------------------------------------------------------------------------------------
 
-using squeeze::bench::json_number;
-using squeeze::bench::json_string;
+using squeeze_examples::json_number;
+using squeeze_examples::json_string;
 
 struct gpu_context {
   core::device_info info;

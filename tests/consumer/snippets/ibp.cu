@@ -13,6 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
 #include <vector>
 
 #include "run_checks.hpp"
@@ -45,4 +48,46 @@ TEST(ReadmeIbp, GatherReportsOnlyBadIndices) {
       nodes, [&](const std::int64_t* d_ids, squeeze::status* d_status, cudaStream_t stream) {
         readme_ibp_gather(nodes, row_bytes, out.data(), d_ids, batch, d_status, stream);
       });
+}
+
+// The README's kernel decodes rows of a condensed set (built by the host reference encoder
+// from rows whose top byte of every 4-byte chunk is the same) and reports what it finds:
+// ok for whole rows, truncated or corrupt for a row whose offsets cut it short.
+TEST(ReadmeIbp, KernelDecodesRowsAndReportsACutRow) {
+  SNIPPET_REQUIRE_GPU();
+  constexpr std::uint32_t row_bytes = 256;  // use_rows holds rows of up to 512 bytes
+  constexpr std::size_t rows = 16;          // 4 blocks of 4 warps, a row each
+  std::vector<std::byte> table(rows * row_bytes);
+  std::mt19937 rng{3};
+  for (std::size_t c = 0; c < table.size(); c += 4) {
+    const std::uint32_t v = (static_cast<std::uint32_t>(rng()) & 0x00ffffffu) | 0x5a000000u;
+    std::memcpy(table.data() + c, &v, 4);
+  }
+  const ibp::codebook cb = ibp::make_codebook(
+      ibp::count_set_bits(std::span<const std::byte>{table}, rows, row_bytes), rows, rows - 1, 4);
+  const ibp::compressed_set set =
+      ibp::compress(std::span<const std::byte>{table}, rows, cb, ibp::layout::condensed);
+  ASSERT_LT(set.data.size(), table.size());  // the invariant top bytes are gone
+
+  squeeze::core::stream stream;
+  const ibp::device_codebook d_cb{cb, stream};
+  const auto d_data = snippet_checks::upload(set.data, stream);
+  std::vector<std::int64_t> ids(rows);
+  for (std::size_t i = 0; i < rows; ++i) ids[i] = static_cast<std::int64_t>(rows - 1 - i);
+  const auto d_ids = snippet_checks::upload(ids, stream);
+  squeeze::core::device_buffer<squeeze::status> status{1};
+  const auto decode = [&](const std::vector<std::uint64_t>& offsets) {
+    const auto d_offsets = snippet_checks::upload(offsets, stream);
+    status.fill_bytes(0, stream);
+    use_rows<<<rows / 4, 128, 0, stream>>>(d_data.data(), d_data.size(), d_offsets.data(),
+                                           d_cb.ref(), d_ids.data(), status.data());
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    return snippet_checks::download(status, stream)[0];
+  };
+  EXPECT_EQ(decode(set.offsets), squeeze::status::ok);
+  std::vector<std::uint64_t> cut = set.offsets;
+  cut[6] = cut[5] + 1;  // row 5 stored in 1 byte: its stream ends early
+  const squeeze::status got = decode(cut);
+  EXPECT_TRUE(got == squeeze::status::truncated || got == squeeze::status::corrupt)
+      << "status " << static_cast<int>(got);
 }

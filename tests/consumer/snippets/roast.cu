@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "run_checks.hpp"
@@ -77,21 +78,25 @@ TEST(ReadmeRoast, ForwardAndBackwardMatchTheHost) {
   const auto near = [](float got, double want, double mag) {
     return std::abs(got - want) <= 1e-2 * mag + 1e-6;
   };
+  // The sum of term(i) over i < count, in double, and the sum of the terms' magnitudes.
+  const auto sum = [](std::uint64_t count, auto&& term) {
+    double s = 0, mag = 0;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const double t = term(i);
+      s += t;
+      mag += std::abs(t);
+    }
+    return std::pair{s, mag};
+  };
   for (std::uint64_t b = 0; b < batch; b += 7) {
     for (std::uint64_t n = 0; n < N; ++n) {
-      double s = 0, mag = 0;
-      for (std::uint64_t k = 0; k < K; ++k) {
-        s += double{f(x[b * K + k])} * w[k * N + n];
-        mag += std::abs(double{f(x[b * K + k])} * w[k * N + n]);
-      }
+      const auto [s, mag] =
+          sum(K, [&](std::uint64_t k) { return double{f(x[b * K + k])} * w[k * N + n]; });
       ASSERT_TRUE(near(f(y[b * N + n]), s, mag)) << "Y " << b << ", " << n;
     }
     for (std::uint64_t k = 0; k < K; ++k) {
-      double s = 0, mag = 0;
-      for (std::uint64_t n = 0; n < N; ++n) {
-        s += double{f(dy[b * N + n])} * w[k * N + n];
-        mag += std::abs(double{f(dy[b * N + n])} * w[k * N + n]);
-      }
+      const auto [s, mag] =
+          sum(N, [&](std::uint64_t n) { return double{f(dy[b * N + n])} * w[k * N + n]; });
       ASSERT_TRUE(near(f(dx[b * K + k]), s, mag)) << "dX " << b << ", " << k;
     }
   }
@@ -99,11 +104,8 @@ TEST(ReadmeRoast, ForwardAndBackwardMatchTheHost) {
   std::vector<double> mag_w(K * N);
   for (std::uint64_t k = 0; k < K; ++k) {
     for (std::uint64_t n = 0; n < N; ++n) {
-      double s = 0, mag = 0;
-      for (std::uint64_t b = 0; b < batch; ++b) {
-        s += double{f(x[b * K + k])} * f(dy[b * N + n]);
-        mag += std::abs(double{f(x[b * K + k])} * f(dy[b * N + n]));
-      }
+      const auto [s, mag] =
+          sum(batch, [&](std::uint64_t b) { return double{f(x[b * K + k])} * f(dy[b * N + n]); });
       dw[k * N + n] = static_cast<float>(s);
       mag_w[k * N + n] = mag;
     }
