@@ -51,7 +51,8 @@ std::string describe(const gemm_case& c) {
 /// The tensor-core kernel's policy, in a test's trace.
 template <class Policy>
 std::string describe_policy() {
-  return " block_n " + std::to_string(Policy::block_n) + " stages of " +
+  return " block_m " + std::to_string(Policy::block_m) + " block_n " +
+         std::to_string(Policy::block_n) + " stages of " +
          std::to_string(Policy::stage_budget_bytes) + " bytes, sources " +
          std::to_string(Policy::source_batch) + " at a time";
 }
@@ -359,6 +360,40 @@ TEST(RoastGemm, BlocksPairedAlongRows) {
   };
   at.template operator()<128>();
   at.template operator()<256>();
+}
+
+// Blocks of 64 rows (one consumer warpgroup, each stage's wgmma left in flight while the
+// next arrives): pairs one above the other sharing B where the rows make whole pairs (256,
+// 2048 rows), side by side sharing nothing where not (200, 97 rows); tails in every
+// dimension, signs (a stage's wgmma take the tile's sign at block width 64; flips at 128),
+// tiles narrower than a block, reductions of many stages (the ring wraps, 12 stages at
+// 64 x 64) and more cluster tiles than fit at once. The memory pass keeps 128 rows.
+template <int BlockN>
+struct rows64_policy : roast::hopper_gemm_policy {
+  static constexpr int block_m = 64;
+  static constexpr int block_n = BlockN;
+};
+
+TEST(RoastGemm, BlocksOf64Rows) {
+  SQUEEZE_REQUIRE_GPU();
+  std::uint64_t seed = 1400;
+  const auto at = [&]<int BlockN>() {
+    using policy = rows64_policy<BlockN>;
+    for (const gemm_case& c : {gemm_case{256, 328, 520, {64, 64}, true, 40000},
+                               gemm_case{200, 2176, 384, {64, 256}, false, 70000},
+                               gemm_case{97, 301, 77, {64, 16}, false, 5000},
+                               gemm_case{2048, 136, 2048, {64, 128}, true, 60000}}) {
+      check_forward<__nv_bfloat16, __nv_bfloat16, policy>(c, seed++);
+      check_forward<__half, float, policy>(c, seed++);
+      check_forward<float, float, policy>(c, seed++);
+      check_backward_input<__nv_bfloat16, float, policy>(c, seed++);
+    }
+    check_backward_memory<__nv_bfloat16, policy>(gemm_case{256, 328, 520, {64, 64}, true, 40000},
+                                                 seed++);
+  };
+  at.template operator()<64>();
+  at.template operator()<128>();
+  at.template operator()<0>();
 }
 
 TEST(RoastGemm, BackwardInput) {

@@ -5,9 +5,9 @@
 // template argument: roast::forward<my_policy>(x, ldx, ...). A policy is a struct with
 // hopper_gemm_policy's static constexpr members; derive from it and override what you
 // change. It never changes results beyond rounding, only which kernel runs and how it is
-// laid out. The kernel's structure (blocks of 128 output rows in two consumer warpgroups
-// and one producer warp, clusters of two blocks, 128-byte stages) is fixed by its code and
-// is not a tunable.
+// laid out. The kernel's structure (blocks of a consumer warpgroup per 64 output rows and
+// one producer warp, clusters of two blocks, 128-byte stages) is fixed by its code and is
+// not a tunable.
 #pragma once
 
 #include <concepts>
@@ -21,12 +21,16 @@ struct hopper_gemm_policy {
   /// width compiles one). A wider block reads each stage of A for more outputs; a narrower
   /// one gives a small output more blocks (512 x 2048 outputs fill an H100 only at 64).
   static constexpr int block_n = 0;
+  /// Output rows per block: 128 (two consumer warpgroups) or 64 (one), or 0 for 128 unless
+  /// blocks of 128 rows would give fewer than a quarter of the SMs a block (512 x 512
+  /// outputs: 32 blocks of 128 x 64 on 132 SMs). The memory pass always takes 128.
+  static constexpr int block_m = 0;
   /// With block_n = 0: the share of the SMs that must get a block, in percent.
   static constexpr int fill_percent = 90;
-  /// Shared memory for the ring of pipeline stages, in bytes. A stage holds 128 rows of A
-  /// and block_n rows of B, 128 bytes each: 192 KiB gives 4, 6 and 8 stages at block_n 256,
-  /// 128 and 64, the deepest ring that leaves room for the epilogue's staging (16 KiB) and
-  /// fits one block per SM (227 KiB).
+  /// Shared memory for the ring of pipeline stages, in bytes. A stage holds block_m rows of
+  /// A and block_n rows of B, 128 bytes each: 192 KiB gives 4, 6 and 8 stages at block_n
+  /// 256, 128 and 64 (12 in blocks of 64 x 64), the deepest ring that leaves room for the
+  /// epilogue's staging (16 KiB) and fits one block per SM (227 KiB).
   static constexpr int stage_budget_bytes = 192 * 1024;
   /// Stages whose B sources (a hash and a few divisions each) the producer warp's 32 lanes
   /// work out at a time, ahead of the copies, into a table in shared memory; a multiple of
@@ -39,13 +43,15 @@ struct hopper_gemm_policy {
 template <class P>
 concept hopper_gemm_tuning = requires {
   { P::block_n } -> std::convertible_to<int>;
+  { P::block_m } -> std::convertible_to<int>;
   { P::fill_percent } -> std::convertible_to<int>;
   { P::stage_budget_bytes } -> std::convertible_to<int>;
   { P::source_batch } -> std::convertible_to<int>;
 }
 &&(P::block_n == 0 || P::block_n == 64 || P::block_n == 128 || P::block_n == 256) &&
-    P::fill_percent > 0 && P::fill_percent <= 100 && P::source_batch > 0 &&
-    P::source_batch % 32 == 0 && P::stage_budget_bytes > 0;
+    (P::block_m == 0 || P::block_m == 64 || P::block_m == 128) && P::fill_percent > 0 &&
+    P::fill_percent <= 100 && P::source_batch > 0 && P::source_batch % 32 == 0 &&
+    P::stage_budget_bytes > 0;
 
 /// hopper_gemm_policy with a fixed block width (64, 128 or 256).
 template <int BlockN>

@@ -37,15 +37,17 @@
 
 namespace squeeze::roast::detail {
 
-/// BN: output columns per block; IN: columns per wgmma (a tile's sign applies to whole
-/// instructions, so IN divides the tile's extent along the output columns when Signs).
-template <class T, class Out, pass Pass, int BN, int IN, bool Signs, class Policy>
-SQUEEZE_KERNEL_MIN_BLOCKS((sm90::kernel_config<Policy, BN>::threads), 1)
+/// BM, BN: output rows and columns per block; IN: columns per wgmma (a tile's sign applies
+/// to whole instructions, so IN divides the tile's extent along the output columns when
+/// Signs).
+template <class T, class Out, pass Pass, int BM, int BN, int IN, bool Signs, class Policy>
+SQUEEZE_KERNEL_MIN_BLOCKS((sm90::kernel_config<Policy, BM, BN>::threads), 1)
 void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                         const __grid_constant__ CUtensorMap b_map, gemm_args<T, Out> args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace arch = core::arch;
-  using config = sm90::kernel_config<Policy, BN>;
+  using config = sm90::kernel_config<Policy, BM, BN>;
+  static_assert(Pass != pass::memory || BM == 128, "the memory pass: blocks of 128 rows");
   using sources_t = sm90::b_sources<config, T, Out, Pass>;
   extern __shared__ unsigned char smem_raw[];
   const auto shared = sm90::shared_layout<config>::at(smem_raw);
@@ -171,11 +173,11 @@ struct dense_operand {
   std::uint64_t cols;
 };
 
-template <class T, class Out, pass Pass, int BN, int IN, bool Signs, class Policy>
+template <class T, class Out, pass Pass, int BM, int BN, int IN, bool Signs, class Policy>
 void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                         const gemm_args<T, Out>& args, cudaStream_t stream) {
-  using config = sm90::kernel_config<Policy, BN>;
-  auto kernel = hopper_gemm_kernel<T, Out, Pass, BN, IN, Signs, Policy>;
+  using config = sm90::kernel_config<Policy, BM, BN>;
+  auto kernel = hopper_gemm_kernel<T, Out, Pass, BM, BN, IN, Signs, Policy>;
   constexpr int smem = config::smem_bytes;
   constexpr auto box = static_cast<std::uint32_t>(128 / sizeof(T));  // 128 bytes
   // K-major A: 64 rows x 128 bytes per block; MN-major A and B: 64 reduction rows x 128
@@ -218,8 +220,8 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   SQUEEZE_CUDA_TRY(cudaLaunchKernelEx(&launch, kernel, a_map, b_map, args));
 }
 
-/// Picks the instantiation: BN by the policy, or by the shape where the policy leaves it
-/// open (block_n = 0), IN by the sign hash and the tile's extent along the output columns.
+/// Picks the instantiation: BM and BN by the policy, or by the shape where the policy
+/// leaves them open (0), IN by the sign hash and the tile's extent along the output columns.
 /// Measured on the H200: clusters of 2 sharing A beat none; clusters of 4 or 8 (sharing B
 /// too) were slower, as not all of them fit on the GPU at once with 193 KiB of shared
 /// memory per block. On an H100, pairs sharing B (sm90/scheduler.cuh) beat pairs sharing A
@@ -229,35 +231,53 @@ void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                           const gemm_args<T, Out>& args, cudaStream_t stream) {
   const std::uint32_t extent = Pass == pass::forward ? args.map.tile().n : args.map.tile().k;
   const bool signs = args.map.signs();
-  const auto go = [&]<int BN>() {
+  const auto go = [&]<int BM, int BN>() {
     if constexpr (Pass == pass::memory) {  // signs are applied in the epilogue
-      launch_hopper_gemm<T, Out, Pass, BN, BN, false, Policy>(a, b, args, stream);
+      launch_hopper_gemm<T, Out, Pass, BM, BN, BN, false, Policy>(a, b, args, stream);
     } else if (!signs) {
-      launch_hopper_gemm<T, Out, Pass, BN, BN, false, Policy>(a, b, args, stream);
+      launch_hopper_gemm<T, Out, Pass, BM, BN, BN, false, Policy>(a, b, args, stream);
     } else if (extent % BN == 0) {
-      launch_hopper_gemm<T, Out, Pass, BN, BN, true, Policy>(a, b, args, stream);
+      launch_hopper_gemm<T, Out, Pass, BM, BN, BN, true, Policy>(a, b, args, stream);
     } else {
-      launch_hopper_gemm<T, Out, Pass, BN, 64, true, Policy>(a, b, args, stream);
+      launch_hopper_gemm<T, Out, Pass, BM, BN, 64, true, Policy>(a, b, args, stream);
     }
   };
-  if constexpr (Policy::block_n != 0) {
-    go.template operator()<Policy::block_n>();
-  } else {
-    // The widest block that still gives fill_percent % of the SMs a block (BN = 64: more,
-    // smaller blocks where the output is small, e.g. 512 x 2048).
-    constexpr int block_m = sm90::kernel_config<Policy, 64>::block_m;
-    const std::uint64_t row_blocks = (args.rows + block_m - 1) / block_m;
-    const auto blocks_at = [&](std::uint64_t bn) {
-      return row_blocks * ((args.cols - args.col0 + bn - 1) / bn);
-    };
-    const std::uint64_t enough =
-        static_cast<std::uint64_t>(core::sm_count()) * Policy::fill_percent / 100;
-    if (blocks_at(256) >= enough) {
-      go.template operator()<256>();
-    } else if (blocks_at(128) >= enough) {
-      go.template operator()<128>();
+  // Block width: the widest of 256, 128 and 64 columns whose blocks (of 128 rows, or the
+  // policy's block_m) still give fill_percent % of the SMs a block (more, narrower blocks
+  // where the output is small: 512 x 2048 outputs fill an H100 only at 64). Block height:
+  // 128, or 64 where blocks of 128 rows would give fewer than a quarter of the SMs one.
+  // Measured on an H200 (bf16, batch 512, 2026-11-28): at K = N = 512 (32 blocks of
+  // 128 x 64) blocks of 64 x 64 took forward 1.00 x cuBLAS against 1.09 and dX 0.96
+  // against 1.10; at 1024 (64 blocks) they were slower, 1.45 against 1.28. The memory pass
+  // takes 128 rows. A side the policy fixes keeps its value.
+  const std::uint64_t sms = static_cast<std::uint64_t>(core::sm_count());
+  const auto blocks = [&](std::uint64_t bm, std::uint64_t bn) {
+    return (args.rows + bm - 1) / bm * ((args.cols - args.col0 + bn - 1) / bn);
+  };
+  constexpr int fixed_m = Pass == pass::memory ? 128 : Policy::block_m;
+  constexpr int fixed_n = Policy::block_n;
+  const auto at_width = [&]<int BN>() {
+    if constexpr (fixed_m != 0) {
+      go.template operator()<fixed_m, BN>();
+    } else if constexpr (fixed_n == 0 && BN != 64) {
+      go.template operator()<128, BN>();  // chosen only where 128-row blocks fill the SMs
+    } else if (blocks(128, BN) * 4 < sms) {
+      go.template operator()<64, BN>();
     } else {
-      go.template operator()<64>();
+      go.template operator()<128, BN>();
+    }
+  };
+  if constexpr (fixed_n != 0) {
+    at_width.template operator()<fixed_n>();
+  } else {
+    const std::uint64_t enough = sms * Policy::fill_percent / 100;
+    const std::uint64_t bm = fixed_m != 0 ? fixed_m : 128;
+    if (blocks(bm, 256) >= enough) {
+      at_width.template operator()<256>();
+    } else if (blocks(bm, 128) >= enough) {
+      at_width.template operator()<128>();
+    } else {
+      at_width.template operator()<64>();
     }
   }
 }

@@ -12,12 +12,13 @@
 //
 // W's tiles are copied from M unchanged: an atom of M (8 rows n x 128 bytes of k, 128-byte
 // swizzle, mapping.hpp) is a K-major atom of B for the forward pass and an MN-major atom of
-// B (transposed, 16-bit types only) for dX. A block computes 128 x BN outputs with 2
-// consumer warpgroups (64 rows each) and one producer warp; two blocks form a cluster
-// (scheduler.cuh). The pieces: pipeline.cuh (the ring of stages and its barriers),
-// scheduler.cuh (which output tiles a cluster takes), producer.cuh (the copies),
-// consumer.cuh (the wgmma main loop), epilogue.cuh (the stores), ../hopper_gemm.cuh (the
-// kernel that joins them, its launch and the choice of instantiation).
+// B (transposed, 16-bit types only) for dX. A block computes BM x BN outputs with BM / 64
+// consumer warpgroups (64 rows each; BM = 128, or 64 for small outputs) and one producer
+// warp; two blocks form a cluster (scheduler.cuh). The pieces: pipeline.cuh (the ring of
+// stages and its barriers), scheduler.cuh (which output tiles a cluster takes), producer.cuh
+// (the copies), consumer.cuh (the wgmma main loop), epilogue.cuh (the stores),
+// ../hopper_gemm.cuh (the kernel that joins them, its launch and the choice of
+// instantiation).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -50,17 +51,18 @@ struct gemm_args {
 
 namespace sm90 {
 
-/// The kernel's shape for a policy and a block width BN; the fixed parts are the kernel's
-/// structure, the rest follows from the policy.
-template <class Policy, int BN>
+/// The kernel's shape for a policy, a block height BM and a block width BN; the fixed parts
+/// are the kernel's structure, the rest follows from the policy.
+template <class Policy, int BM, int BN>
 struct kernel_config {
-  static constexpr int block_m = 128;  ///< output rows per block: 2 warpgroups x 64
-  static constexpr int block_n = BN;   ///< output columns per block
-  static constexpr int consumers = 256;
+  static constexpr int block_m = BM;        ///< output rows per block: BM / 64 warpgroups x 64
+  static constexpr int block_n = BN;        ///< output columns per block
+  static constexpr int consumers = BM * 2;  ///< a warpgroup (128 threads) per 64 rows
   static constexpr int consumer_warps = consumers / 32;
   static constexpr int threads = consumers + 32;  ///< + the producer warp
   static constexpr int cluster = 2;               ///< blocks of a cluster sharing A or B
-  /// Stage s of the ring: A = 128 rows x 128 bytes (16 KiB), then B = BN rows x 128 bytes.
+  /// Stage s of the ring: A = BM rows x 128 bytes (8 or 16 KiB), then B = BN rows x 128
+  /// bytes.
   static constexpr int a_bytes = block_m * 128;
   static constexpr int stage_bytes = a_bytes + BN * 128;
   static constexpr int stages = Policy::stage_budget_bytes / stage_bytes;
@@ -76,6 +78,7 @@ struct kernel_config {
       stages * stage_bytes + 1024 + staging_bytes + 2 * stages * 8 + source_bytes;
 
   static_assert(BN == 64 || BN == 128 || BN == 256, "block_n: 64, 128 or 256");
+  static_assert(BM == 64 || BM == 128, "block_m: 64 or 128");
   static_assert(stages >= 2, "stage_budget_bytes: room for at least two stages");
   static_assert(smem_bytes <= 227 * 1024,
                 "stage_budget_bytes and source_batch: a Hopper block has 227 KiB of shared memory");

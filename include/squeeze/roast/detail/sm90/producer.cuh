@@ -164,8 +164,10 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
             arch::bulk_copy(dst, from, bytes, full);
           }
         };
-        // A: the block's own 128 rows, or its half, multicast to both blocks.
-        if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
+        // A: the block's own rows (64 or 128), or its half of 128, multicast to both blocks.
+        if constexpr (k_major_a && Config::block_m == 64) {  // 64 rows x 128 bytes, not shared
+          arch::tensor_load_2d(stage, &a_map, static_cast<int>(r0), static_cast<int>(m0), full);
+        } else if constexpr (k_major_a) {  // 64 output rows x 128 bytes of reduction
           if (tiles.layout.along_rows) {
             arch::tensor_load_2d(stage, &a_map, static_cast<int>(r0), static_cast<int>(m0), full);
             arch::tensor_load_2d(stage + 8192, &a_map, static_cast<int>(r0),

@@ -3,15 +3,16 @@
 // kernel takes, and where its two blocks lie in them.
 //
 // Persistent: cluster c (blockIdx.x) takes the cluster tiles c, c + gridDim.x, ...; a
-// cluster tile is 2 x 128 output rows by BN columns (along_rows) or 128 rows by 2 x BN
+// cluster tile is 2 x BM output rows by BN columns (along_rows) or BM rows by 2 x BN
 // columns, block rank r (blockIdx.y) taking the r-th half. Both blocks of a cluster walk the
 // same tiles, so the multicast stays paired. In the forward and input passes, at BN >= 128
-// and where the output rows make whole pairs of blocks, the two lie one above the other and
-// share B: each copies half of every B stage from M (half of each run, or in dX every other
-// whole 8 KiB block), multicast to both, and reads its A whole. Otherwise they lie side by
-// side and share A the same way. Sharing B leaves A, which every block of a row reads, in
-// plain copies that the L2's request coalescer merges across blocks; it did not merge the
-// plain copies of B that four blocks read (eighth round of ROAST's tuning, 2026-11-25).
+// or in blocks of 64 rows, and where the output rows make whole pairs of blocks, the two lie
+// one above the other and share B: each copies half of every B stage from M (half of each
+// run, or in dX every other whole 8 KiB block), multicast to both, and reads its A whole.
+// Otherwise they lie side by side and share A the same way (blocks of 128 rows) or share
+// nothing (64 rows). Sharing B leaves A, which every block of a row reads, in plain copies
+// that the L2's request coalescer merges across blocks; it did not merge the plain copies of
+// B that four blocks read (eighth round of ROAST's tuning, 2026-11-25).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,10 @@ SQUEEZE_HOST_DEVICE cluster_layout layout_for(std::uint64_t rows, std::uint64_t 
   const auto row_blocks =
       static_cast<std::uint32_t>((rows + Config::block_m - 1) / Config::block_m);
   // A stage's own L2 reads: 128 rows of A and BN / 2 of B one above the other, against 64
-  // and BN side by side; at BN = 64 that is more, so those stay side by side.
-  const bool along_rows = Pass != pass::memory && bn >= 128 && row_blocks % 2 == 0;
+  // and BN side by side; at BN = 64 that is more, so those stay side by side. Blocks of 64
+  // rows read their A whole either way (it is one copy), so they share B where they can.
+  const bool along_rows =
+      Pass != pass::memory && (bn >= 128 || Config::block_m == 64) && row_blocks % 2 == 0;
   const auto col_blocks = static_cast<std::uint32_t>((cols + bn - 1) / bn);
   return {along_rows, row_blocks,
           along_rows ? row_blocks / 2 * col_blocks : row_blocks * ((col_blocks + 1) / 2)};
