@@ -342,6 +342,43 @@ TEST(CbGmres, WarpsSharingATileMatchTheReference) {
   check.template operator()<8>();
 }
 
+/// The default shapes with one tile a warp, fixed.
+struct one_tile_policy : frsz2::default_cb_gmres_policy<float> {
+  static constexpr int tiles_per_warp = 1;
+};
+
+// On vectors too short to give every SM a block, 32- and 64-bit storage takes kernels of one
+// tile a warp (twice the blocks): the same sums, bit for bit, as a policy of one tile a warp;
+// on a vector long enough (48^3 rows), the policy's two tiles a warp, converging like the
+// reference.
+TEST(CbGmres, OneTileAWarpOnShortVectors) {
+  SQUEEZE_REQUIRE_GPU();
+  const problem& p = convection_problem();
+  const frsz2::cb_gmres_options o{.restart = 30, .tolerance = 1e-11, .max_iterations = 500};
+  const auto same = [&]<class S>(const char* what) {
+    static_assert(frsz2::default_cb_gmres_policy<S>::min_blocks_per_sm ==
+                  one_tile_policy::min_blocks_per_sm);
+    const gpu_solution d = solve_on_gpu<S>(p, o);
+    const gpu_solution one = solve_on_gpu<S, one_tile_policy>(p, o);
+    expect_consistent(p, d, o);
+    EXPECT_TRUE(d.result.converged) << what;
+    EXPECT_EQ(d.result.iterations, one.result.iterations) << what;
+    EXPECT_EQ(std::memcmp(d.x.data(), one.x.data(), d.x.size() * sizeof(double)), 0) << what;
+  };
+  same.template operator()<float>("float32");
+  same.template operator()<double>("float64");
+  same.template operator()<frsz2::format<32>>("frsz2_32");
+
+  static const problem large =
+      make_problem("convection_48", io::convection_diffusion_3d(48, 48, 48));
+  const frsz2::cb_gmres_options lo{.restart = 40, .tolerance = 1e-9, .max_iterations = 2000};
+  const gmres_reference_result ref = reference<frsz2::format<32>>(large, lo);
+  ASSERT_TRUE(ref.converged);
+  const gpu_solution s = solve_on_gpu<frsz2::format<32>>(large, lo);
+  expect_consistent(large, s, lo);
+  expect_matches(ref, s, lossy_slack(ref), "frsz2_32 at 48^3 rows");
+}
+
 TEST(CbGmres, StartsFromTheGivenGuess) {
   SQUEEZE_REQUIRE_GPU();
   const problem& p = random_problem();

@@ -46,8 +46,9 @@
 // frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load and the
 // block exponent once, and a warp issues the loads of columns_in_flight vectors before it
 // decodes any. On short vectors several warps share a tile and split the basis vectors
-// (cb_gmres_policy::column_groups), so that the GPU's SMs all take part. Sums are added in a
-// fixed order, so a solve is deterministic.
+// (cb_gmres_policy::column_groups), and where that still leaves SMs without a block, each
+// warp keeps one tile instead of tiles_per_warp, so that the GPU's SMs all take part. Sums
+// are added in a fixed order, so a solve is deterministic.
 //
 // The pieces: the matrix in frsz2/csr.cuh, the basis storage and view in frsz2/basis.cuh,
 // the restart rules in frsz2/gmres_control.hpp, the kernels in frsz2/detail/.
@@ -197,6 +198,11 @@ constexpr int column_groups_of() {
   else
     return 0;
 }
+/// P with one tile a warp (cb_gmres's kernels for short vectors).
+template <class P>
+struct one_tile_policy : P {
+  static constexpr int tiles_per_warp = 1;
+};
 template <class P>
 constexpr bool policy_in_range() {
   return P::block_threads % 32 == 0 && P::block_threads >= 32 && P::block_threads <= 1024 &&
@@ -259,8 +265,10 @@ class cb_gmres {
     tiles_ = stride_ / detail::tile_rows<Basis>;
     const std::size_t max_cols = std::min<std::size_t>(Policy::max_batch, m_ + 1) + 1;
     multidot_ =
-        shape_for<detail::multidot_kernel<Basis, Policy>>(max_cols * warps * sizeof(double));
-    update_ = shape_for<detail::update_kernel<Basis, Policy>>(0);
+        shape_for<detail::multidot_kernel<Basis, Policy>, detail::multidot_kernel<Basis, narrow>>(
+            max_cols * warps * sizeof(double));
+    update_ =
+        shape_for<detail::update_kernel<Basis, Policy>, detail::update_kernel<Basis, narrow>>(0);
 
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
@@ -403,28 +411,51 @@ class cb_gmres {
 
   static constexpr int warps = Policy::block_threads / 32;
 
+  /// The policy with one tile a warp: the kernels for vectors too short to give every SM a
+  /// block at the policy's tiles_per_warp (see shape_for); the policy itself where it keeps
+  /// one tile a warp already (16-bit storage: tiles of 256 rows).
+  static constexpr bool has_narrow = detail::warp_tiles_of<Basis, Policy> > 1;
+  using narrow = std::conditional_t<has_narrow, detail::one_tile_policy<Policy>, Policy>;
+
   /// How a vector kernel covers the tiles: `groups` warps a tile (the policy's column_groups,
   /// or by the length: the most that keep the grid within the blocks that fit at once), and
   /// as many blocks as fit at once (Policy::max_blocks caps them), spread so every block gets
-  /// the same number of rounds.
+  /// the same number of rounds. `narrow`: the kernel of one tile a warp (up to twice the
+  /// blocks), taken where the policy's tiles_per_warp would leave SMs without a block and one
+  /// tile a warp gives more blocks. Measured on an
+  /// H200 (2026-11-28, frsz2_32, us an iteration of 300 at 10 648 rows): 35.4 against 39.9
+  /// (float32 33.9); at 97 336 rows, where the wide kernel gives every SM a block, it was
+  /// slower (64.3 against 62.3).
   struct launch_shape {
     unsigned blocks = 1;
     int groups = 1;
+    bool narrow = false;
   };
-  template <auto Kernel>
-  launch_shape shape_for(std::size_t shared_bytes) const {
+  template <auto Kernel, int TilesPerWarp>
+  launch_shape shape_at(std::size_t shared_bytes) const {
     std::size_t cap = core::resident_blocks<Kernel>(Policy::block_threads, shared_bytes);
     if (Policy::max_blocks > 0) cap = std::min<std::size_t>(cap, Policy::max_blocks);
-    constexpr std::size_t tiles_per_warp = detail::warp_tiles_of<Basis, Policy>;
     int groups = detail::column_groups_of<Policy>();
     if (groups == 0) {
       groups = 1;
       while (warps % (2 * groups) == 0 &&
-             core::div_ceil(tiles_, warps / (2 * groups) * tiles_per_warp) <= cap) {
+             core::div_ceil(tiles_, std::size_t(warps / (2 * groups) * TilesPerWarp)) <= cap) {
         groups *= 2;
       }
     }
-    return {core::balanced_grid(tiles_, warps / groups * tiles_per_warp, cap), groups};
+    return {core::balanced_grid(tiles_, std::size_t(warps / groups * TilesPerWarp), cap), groups};
+  }
+  template <auto Kernel, auto NarrowKernel>
+  launch_shape shape_for(std::size_t shared_bytes) const {
+    const launch_shape wide = shape_at<Kernel, detail::warp_tiles_of<Basis, Policy>>(shared_bytes);
+    if constexpr (has_narrow) {
+      if (wide.blocks < static_cast<unsigned>(core::sm_count())) {
+        launch_shape n = shape_at<NarrowKernel, 1>(shared_bytes);
+        n.narrow = true;
+        if (n.blocks > wide.blocks) return n;  // not where max_blocks holds both to one grid
+      }
+    }
+    return wide;
   }
 
   /// Queues Arnoldi step j (v_j in the basis, v_{j+1} stored by it); its update kernels
@@ -511,10 +542,16 @@ class cb_gmres {
       const bool self = with_self && first == 0;
       const int cols = batch + (self ? 1 : 0);
       const std::size_t shared = std::size_t(warps) * cols * sizeof(double);
-      detail::multidot_kernel<Basis, Policy>
-          <<<multidot_.blocks, Policy::block_threads, shared, stream_>>>(
-              view(), static_cast<std::size_t>(first), batch, w, n_w, tiles_, multidot_.groups,
-              self, guard, sums(), out == nullptr ? nullptr : out + first, out_self);
+      const auto launch = [&]<class P>() {
+        detail::multidot_kernel<Basis, P><<<multidot_.blocks, P::block_threads, shared, stream_>>>(
+            view(), static_cast<std::size_t>(first), batch, w, n_w, tiles_, multidot_.groups, self,
+            guard, sums(), out == nullptr ? nullptr : out + first, out_self);
+      };
+      if (multidot_.narrow) {
+        launch.template operator()<narrow>();
+      } else {
+        launch.template operator()<Policy>();
+      }
       SQUEEZE_CHECK_LAUNCH();
       first += batch;
     } while (first < count);
@@ -524,8 +561,16 @@ class cb_gmres {
   /// passes, ||target||^2 and the step's scalars. Skipped on the device when *guard == 0.
   void update(int count, const double* coeffs, double* target, std::size_t n_target,
               detail::update_kind kind, const double* guard, detail::arnoldi_ref step) {
-    detail::update_kernel<Basis, Policy><<<update_.blocks, Policy::block_threads, 0, stream_>>>(
-        view(), count, coeffs, target, n_target, tiles_, update_.groups, kind, guard, sums(), step);
+    const auto launch = [&]<class P>() {
+      detail::update_kernel<Basis, P><<<update_.blocks, P::block_threads, 0, stream_>>>(
+          view(), count, coeffs, target, n_target, tiles_, update_.groups, kind, guard, sums(),
+          step);
+    };
+    if (update_.narrow) {
+      launch.template operator()<narrow>();
+    } else {
+      launch.template operator()<Policy>();
+    }
     SQUEEZE_CHECK_LAUNCH();
   }
 

@@ -99,6 +99,31 @@ class warp_compressor {
   SQUEEZE_DEVICE std::uint16_t compress_tile(const T (&v)[per_lane], std::size_t tile,
                                              compressed_ref<F> out, rounding mode,
                                              bool store_exponent = true) {
+    return compress_impl<false>(v, tile, out, mode, store_exponent, nullptr);
+  }
+
+  /// compress_tile, which also puts this lane's values as stored (what every decoder reads
+  /// back, bit for bit) in `stored`, worked out from the codes in registers.
+  SQUEEZE_DEVICE std::uint16_t compress_tile(const T (&v)[per_lane], std::size_t tile,
+                                             compressed_ref<F> out, rounding mode,
+                                             T (&stored)[per_lane], bool store_exponent = true) {
+    return compress_impl<true>(v, tile, out, mode, store_exponent, stored);
+  }
+
+ private:
+  /// The value a code of a block of exponent word w decodes to (as access_value).
+  SQUEEZE_DEVICE static T stored_value(B code, std::uint16_t w) {
+    if constexpr (std::is_same_v<T, double> && F::bits <= 32) {
+      return detail::decode_code<F>(static_cast<std::uint32_t>(code), w);
+    } else {
+      return decode_value<F>(code, w);
+    }
+  }
+
+  template <bool Keep>
+  SQUEEZE_DEVICE std::uint16_t compress_impl(const T (&v)[per_lane], std::size_t tile,
+                                             compressed_ref<F> out, rounding mode,
+                                             bool store_exponent, T* stored) {
     const unsigned lane = threadIdx.x % 32;
     if constexpr (by_shuffles) {
       // The exact fast path (file comment): the sign and biased exponent are in the high
@@ -120,6 +145,7 @@ class warp_compressor {
         }
         const std::uint32_t code = ((hi & 0x80000000u) >> (32 - F::bits)) | q;
         const auto w = static_cast<std::uint16_t>(eb);
+        if constexpr (Keep) stored[0] = stored_value(code, w);
         store_block(code, w, tile, out, store_exponent);
         return w;
       }
@@ -158,8 +184,9 @@ class warp_compressor {
     const std::uint16_t w = exponent_word<F>(emax, block_nonfinite, block_carries);
 
     if constexpr (by_shuffles) {
-      store_block(static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode)), w, tile, out,
-                  store_exponent);
+      const auto code = static_cast<std::uint32_t>(encode_in_block<F>(v[0], w, mode));
+      if constexpr (Keep) stored[0] = stored_value(code, w);
+      store_block(code, w, tile, out, store_exponent);
     } else {
       const std::size_t first_block = tile * (tile_values<F> / F::block_size);
       const std::size_t blocks_left = F::blocks(out.size) - first_block;
@@ -171,6 +198,7 @@ class warp_compressor {
         const unsigned value = lane + 32u * t;  // within the tile
         const unsigned block = value / F::block_size, k = value % F::block_size;
         B code = encode_in_block<F>(v[t], w, mode);
+        if constexpr (Keep) stored[t] = stored_value(code, w);
         // Or the code into bit k * l of its block, in 32-bit pieces (at most three).
         const std::uint32_t bit = block * (F::words_per_block * 32u) + k * F::bits;
         std::uint32_t word = bit / 32, shift = bit % 32;
@@ -197,7 +225,6 @@ class warp_compressor {
     return w;
   }
 
- private:
   /// q of finite x in a block of exponent eb in [32, 2045]: |x| times 2^(l-2-(eb-bias)) is
   /// exact (a normal power of two), then cut by `mode` (see the file comment).
   SQUEEZE_DEVICE static std::uint32_t quantize_exact(double x, std::uint32_t eb, rounding mode) {

@@ -128,18 +128,27 @@ SQUEEZE_DEVICE void for_block_rounds(std::size_t tiles, int groups, Round&& roun
   }
 }
 
-/// Calls batch.template operator()<N>(i) over this warp's share of columns [0, count): chunks
-/// of U columns, chunk c to the warp of its owner with c % groups == group; N = U for a whole
-/// chunk (its loads all in flight at once), N = 1 for each column of a short last chunk.
+/// Calls batch.template operator()<N>(i) over this warp's share of columns [0, count): the
+/// group's contiguous part [count g / groups, count (g + 1) / groups), in batches of N = U
+/// columns (their loads all in flight at once) and one last batch of the N < U left. Shares
+/// differ by at most one column, and each takes ceil(share / U) round trips to memory (chunks
+/// of U dealt out in turn gave one group the short last chunk as single columns: at 51
+/// vectors and 4 groups, 6 round trips where 4 do).
 template <int U, class Batch>
 SQUEEZE_DEVICE void for_column_batches(int count, int group, int groups, Batch&& batch) {
-  for (int i = group * U; i < count; i += groups * U) {
-    if (i + U <= count) {
-      batch.template operator()<U>(i);
-    } else {
-      for (int k = i; k < count; ++k) batch.template operator()<1>(k);
+  const int end = count * (group + 1) / groups;
+  int i = count * group / groups;
+  for (; i + U <= end; i += U) batch.template operator()<U>(i);
+  const auto last = [&]<int N>(auto&& self) {
+    if constexpr (N > 0) {
+      if (end - i == N) {
+        batch.template operator()<N>(i);
+      } else {
+        self.template operator()<N - 1>(self);
+      }
     }
-  }
+  };
+  last.template operator()<U - 1>(last);
 }
 
 /// Where a kernel's cross-block sums go: each block writes its partial of column c to

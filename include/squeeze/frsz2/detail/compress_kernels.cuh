@@ -32,13 +32,15 @@ namespace detail {
 inline constexpr int compress_unroll = 8;
 
 /// Compresses x[0..out.size) into `out`, or x / norm_divisor(norm2) when norm2 is not null
-/// (a vector normalized on its way into storage); with `decoded` not null, also writes the
-/// values as stored (what accessor<F> reads back) to decoded[0..out.size).
-template <format_like F, int BlockThreads, int Unroll = compress_unroll>
+/// (a vector normalized on its way into storage); with Decoded, also writes the values as
+/// stored (what accessor<F> reads back, worked out from the codes in registers) to
+/// decoded[0..out.size).
+template <format_like F, int BlockThreads, int Unroll = compress_unroll, bool Decoded = false>
 SQUEEZE_KERNEL(BlockThreads)
 void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rounding mode,
                      const double* norm2, typename F::float_type* decoded) {
   using compressor = warp_compressor<F>;
+  using T = typename F::float_type;
   constexpr int warps = BlockThreads / 32;
   __shared__ typename compressor::TempStorage storage[warps];
   compressor c{storage[threadIdx.x / 32]};
@@ -48,41 +50,37 @@ void compress_kernel(const typename F::float_type* x, compressed_ref<F> out, rou
   const double divisor = norm_divisor(norm2);  // 1 without a norm: x / 1 is x
   for (std::size_t t0 = (blockIdx.x * std::size_t{warps} + threadIdx.x / 32) * Unroll; t0 < n_tiles;
        t0 += stride) {
-    typename F::float_type v[Unroll][compressor::per_lane];
+    T v[Unroll][compressor::per_lane];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) compressor::load_tile(x, out.size, t0 + u, v[u]);
     if (norm2 != nullptr) {
 #pragma unroll
       for (int u = 0; u < Unroll; ++u) {
 #pragma unroll
-        for (int k = 0; k < compressor::per_lane; ++k) {
-          v[u][k] = static_cast<typename F::float_type>(v[u][k] / divisor);
-        }
+        for (int k = 0; k < compressor::per_lane; ++k) v[u][k] = static_cast<T>(v[u][k] / divisor);
       }
     }
     std::uint16_t mine = 0;  // lane u keeps tile t0 + u's exponent word
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       if (t0 + u < n_tiles) {
-        const std::uint16_t w = c.compress_tile(v[u], t0 + u, out, mode, !compressor::by_shuffles);
+        std::uint16_t w;
+        if constexpr (Decoded) {
+          T stored[compressor::per_lane];
+          w = c.compress_tile(v[u], t0 + u, out, mode, stored, !compressor::by_shuffles);
+#pragma unroll
+          for (int k = 0; k < compressor::per_lane; ++k) {
+            const std::size_t i = (t0 + u) * tile_values<F> + lane + 32u * k;
+            if (i < out.size) decoded[i] = stored[k];
+          }
+        } else {
+          w = c.compress_tile(v[u], t0 + u, out, mode, !compressor::by_shuffles);
+        }
         if (lane == static_cast<unsigned>(u)) mine = w;
       }
     }
     if constexpr (compressor::by_shuffles) {
       if (lane < Unroll && t0 + lane < n_tiles) out.exponents[t0 + lane] = mine;
-    }
-    if (decoded != nullptr) {
-      __syncwarp();  // the warp's payload and exponents, written above, visible to all its lanes
-      const accessor<F, typename F::float_type> acc;
-      const compressed_handle<F> h = out.data_handle();
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) {
-#pragma unroll
-        for (int k = 0; k < compressor::per_lane; ++k) {
-          const std::size_t i = (t0 + u) * tile_values<F> + lane + 32u * k;
-          if (i < out.size) decoded[i] = acc.load(h, i);
-        }
-      }
     }
   }
 }
@@ -136,13 +134,18 @@ void launch_compress(const typename F::float_type* x, compressed_ref<F> out, cud
                      typename F::float_type* decoded = nullptr) {
   constexpr int threads = 256;
   const std::size_t n_tiles = tiles<F>(out.size);
-  if (n_tiles >= core::per_sm(threads / 32 * compress_unroll)) {
-    compress_kernel<F, threads>
-        <<<grid_for(n_tiles, threads / 32 * compress_unroll), threads, 0, stream>>>(x, out, mode,
-                                                                                    norm2, decoded);
+  const auto launch = [&]<int Unroll, bool Decoded>() {
+    compress_kernel<F, threads, Unroll, Decoded>
+        <<<grid_for(n_tiles, threads / 32 * Unroll), threads, 0, stream>>>(x, out, mode, norm2,
+                                                                           decoded);
+  };
+  const bool long_vector = n_tiles >= core::per_sm(threads / 32 * compress_unroll);
+  if (decoded != nullptr) {
+    long_vector ? launch.template operator()<compress_unroll, true>()
+                : launch.template operator()<1, true>();
   } else {
-    compress_kernel<F, threads, 1>
-        <<<grid_for(n_tiles, threads / 32), threads, 0, stream>>>(x, out, mode, norm2, decoded);
+    long_vector ? launch.template operator()<compress_unroll, false>()
+                : launch.template operator()<1, false>();
   }
   SQUEEZE_CHECK_LAUNCH();
 }
