@@ -220,6 +220,12 @@ struct ragged_batch : squeeze::roast::hopper_gemm_policy {
 struct no_fill : squeeze::roast::hopper_gemm_policy {
   static constexpr int fill_percent = 0;
 };
+struct rows_64 : squeeze::roast::hopper_gemm_policy {
+  static constexpr int block_m = 64;
+};
+struct rows_96 : squeeze::roast::hopper_gemm_policy {
+  static constexpr int block_m = 96;
+};
 struct missing_members {
   static constexpr int block_n = 128;
 };
@@ -230,6 +236,8 @@ static_assert(squeeze::roast::hopper_gemm_tuning<wide_ring>);
 static_assert(!squeeze::roast::hopper_gemm_tuning<odd_width>);
 static_assert(!squeeze::roast::hopper_gemm_tuning<ragged_batch>);
 static_assert(!squeeze::roast::hopper_gemm_tuning<no_fill>);
+static_assert(squeeze::roast::hopper_gemm_tuning<rows_64>);
+static_assert(!squeeze::roast::hopper_gemm_tuning<rows_96>);
 static_assert(!squeeze::roast::hopper_gemm_tuning<missing_members>);
 
 }  // namespace
