@@ -103,8 +103,11 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                                                  lane);
     }
   }
-  // No block leaves while its peer may still copy into its shared memory or signal it.
-  arch::cluster_sync();
+  // No cluster-wide barrier at the end: the producer warp stays until both blocks'
+  // consumers have released every stage (stage_ring::drain), after which no copy into this
+  // block's shared memory or signal of its barriers is in flight, and the consumers leave as
+  // soon as their stores are issued. (A final cluster barrier made every thread wait for its
+  // stores and dM reductions first: 17 % of the memory pass's stall samples at K = N = 1024.)
 #else
   (void)a_map, (void)b_map, (void)args;
 #endif

@@ -78,6 +78,15 @@ struct stage_ring {
   SQUEEZE_DEVICE void wait_full(int it) const {
     core::arch::mbarrier_wait(full(slot(it)), (it / stages) & 1);
   }
+  /// Producer, at the end: waits until both blocks' consumers have released the last
+  /// min(stages, issued) iterations, so every signal the peer sends this block's barriers
+  /// has landed, and every copy this block multicast into the peer has been consumed there:
+  /// the block may then leave without a cluster-wide barrier.
+  SQUEEZE_DEVICE void drain(int issued) const {
+    for (int it = issued > stages ? issued - stages : 0; it < issued; ++it) {
+      core::arch::mbarrier_wait(empty(slot(it)), (it / stages) & 1);
+    }
+  }
   /// A consumer warp, all lanes: hands iteration `it`'s stage back to the producers of both
   /// blocks (lane r signals block r).
   SQUEEZE_DEVICE void release(int it, int lane) const {

@@ -209,6 +209,7 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
     }
   }
   if (!cluster_ready) arch::cluster_wait();
+  if (lane == 0) ring.drain(done);  // no block leaves while its peer may signal or read it
 }
 
 }  // namespace squeeze::roast::detail::sm90
