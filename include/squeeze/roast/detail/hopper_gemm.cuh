@@ -4,9 +4,10 @@
 //
 // The kernel joins the pieces in sm90/ (config.cuh says what each pass computes from
 // which operands): a warp-specialized block of one producer warp (producer.cuh: TMA and
-// bulk copies of A and of W's tiles from M into a ring of stages, pipeline.cuh) and two
-// consumer warpgroups (consumer.cuh: wgmma over the stages; epilogue.cuh: the stores),
-// persistent over the output tiles that scheduler.cuh deals to each cluster of two blocks.
+// bulk copies of A and of W's tiles from M into a ring of stages, pipeline.cuh) and one
+// consumer warpgroup per 64 output rows (consumer.cuh: wgmma over the stages; epilogue.cuh:
+// the stores), persistent over the output tiles that scheduler.cuh deals to each cluster of
+// two blocks.
 // The tuning is a roast::hopper_gemm_policy (gemm_policy.hpp).
 #pragma once
 
