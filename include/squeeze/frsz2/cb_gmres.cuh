@@ -422,10 +422,10 @@ class cb_gmres {
   /// as many blocks as fit at once (Policy::max_blocks caps them), spread so every block gets
   /// the same number of rounds. `narrow`: the kernel of one tile a warp (up to twice the
   /// blocks), taken where the policy's tiles_per_warp would leave SMs without a block and one
-  /// tile a warp gives more blocks. Measured on an
-  /// H200 (2026-11-28, frsz2_32, us an iteration of 300 at 10 648 rows): 35.4 against 39.9
-  /// (float32 33.9); at 97 336 rows, where the wide kernel gives every SM a block, it was
-  /// slower (64.3 against 62.3).
+  /// tile a warp gives more blocks. Measured on an H200 (2026-11-28, frsz2_32, us an
+  /// iteration over 300 at 10 648 rows): 35.4 against 39.9 (float32 33.9); at 97 336 rows,
+  /// where the wide kernel gives every SM a block, one tile a warp was slower (64.3 against
+  /// 62.3).
   struct launch_shape {
     unsigned blocks = 1;
     int groups = 1;
