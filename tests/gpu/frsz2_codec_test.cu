@@ -391,6 +391,26 @@ void check_array(std::size_t n, std::uint64_t seed) {
   }
 }
 
+/// What store_normalized(0, dx, n, norm2, decoded) leaves in a fresh array<S>: the values
+/// load() reads back and the decoded copy, both written over poisoned buffers.
+template <class T>
+struct normalized_store {
+  std::vector<T> loaded;
+  std::vector<T> decoded;
+};
+template <class S, class T>
+normalized_store<T> store_normalized_and_load(const core::device_buffer<T>& dx, std::size_t n,
+                                              const double* norm2) {
+  frsz2::array<S> a{n, nullptr};
+  core::device_buffer<T> decoded{n};
+  decoded.fill_bytes(0xA5, nullptr);
+  a.store_normalized(0, dx.data(), n, norm2, nullptr, frsz2::rounding::nearest, decoded.data());
+  core::device_buffer<T> out{n};
+  out.fill_bytes(0x5A, nullptr);
+  a.load(0, out.data(), n, nullptr);
+  return {download(out, n), download(decoded, n)};
+}
+
 // array::store_normalized: x / sqrt(*norm2), divided as the host divides (IEEE sqrt and
 // division), and x as it is where *norm2 is 0, negative or not finite; the decoded copy it
 // writes on the way equals what load() returns.
@@ -406,16 +426,7 @@ void check_normalized(std::size_t n, std::uint64_t seed) {
                              std::numeric_limits<double>::infinity()}) {
     SCOPED_TRACE(norm2);
     const auto dnorm2 = upload(std::vector<double>{norm2});
-    frsz2::array<S> a{n, nullptr};
-    core::device_buffer<double> decoded{n};
-    decoded.fill_bytes(0xA5, nullptr);
-    a.store_normalized(0, dx.data(), n, dnorm2.data(), nullptr, frsz2::rounding::nearest,
-                       decoded.data());
-    core::device_buffer<double> out{n};
-    out.fill_bytes(0xA5, nullptr);
-    a.load(0, out.data(), n, nullptr);
-    const auto got = download(out, n);
-    const auto got_decoded = download(decoded, n);
+    const auto [got, got_decoded] = store_normalized_and_load<S>(dx, n, dnorm2.data());
     std::vector<double> scaled = x;
     if (norm2 > 0.0 && std::isfinite(norm2)) {
       for (double& v : scaled) v = v / std::sqrt(norm2);
@@ -453,16 +464,7 @@ void check_decoded_copy(std::size_t n, std::uint64_t seed) {
   const auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
   const auto dx = upload(x);
   const auto one = upload(std::vector<double>{1.0});  // x / 1 is x, NaN and infinities too
-  frsz2::array<F> a{n, nullptr};
-  core::device_buffer<T> decoded{n};
-  decoded.fill_bytes(0xA5, nullptr);
-  a.store_normalized(0, dx.data(), n, one.data(), nullptr, frsz2::rounding::nearest,
-                     decoded.data());
-  core::device_buffer<T> out{n};
-  out.fill_bytes(0x5A, nullptr);
-  a.load(0, out.data(), n, nullptr);
-  const auto loaded = download(out, n);
-  const auto copy = download(decoded, n);
+  const auto [loaded, copy] = store_normalized_and_load<F>(dx, n, one.data());
   const std::vector<T> want = frsz2::decode(frsz2::encode<F>(x));
   ASSERT_EQ(want.size(), n);
   std::size_t bad_load = 0, bad_copy = 0;

@@ -458,6 +458,16 @@ class cb_gmres {
     return wide;
   }
 
+  /// Calls launch.template operator()<P>() with the policy whose kernel `shape` is for.
+  template <class Launch>
+  static void with_policy(const launch_shape& shape, Launch&& launch) {
+    if (shape.narrow) {
+      launch.template operator()<narrow>();
+    } else {
+      launch.template operator()<Policy>();
+    }
+  }
+
   /// Queues Arnoldi step j (v_j in the basis, v_{j+1} stored by it); its update kernels
   /// leave the scalars and the Hessenberg column in host buffer j % 2 (mapped memory: no
   /// copy in the stream), where wait_step(j) finds them.
@@ -542,16 +552,11 @@ class cb_gmres {
       const bool self = with_self && first == 0;
       const int cols = batch + (self ? 1 : 0);
       const std::size_t shared = std::size_t(warps) * cols * sizeof(double);
-      const auto launch = [&]<class P>() {
+      with_policy(multidot_, [&]<class P>() {
         detail::multidot_kernel<Basis, P><<<multidot_.blocks, P::block_threads, shared, stream_>>>(
             view(), static_cast<std::size_t>(first), batch, w, n_w, tiles_, multidot_.groups, self,
             guard, sums(), out == nullptr ? nullptr : out + first, out_self);
-      };
-      if (multidot_.narrow) {
-        launch.template operator()<narrow>();
-      } else {
-        launch.template operator()<Policy>();
-      }
+      });
       SQUEEZE_CHECK_LAUNCH();
       first += batch;
     } while (first < count);
@@ -561,16 +566,11 @@ class cb_gmres {
   /// passes, ||target||^2 and the step's scalars. Skipped on the device when *guard == 0.
   void update(int count, const double* coeffs, double* target, std::size_t n_target,
               detail::update_kind kind, const double* guard, detail::arnoldi_ref step) {
-    const auto launch = [&]<class P>() {
+    with_policy(update_, [&]<class P>() {
       detail::update_kernel<Basis, P><<<update_.blocks, P::block_threads, 0, stream_>>>(
           view(), count, coeffs, target, n_target, tiles_, update_.groups, kind, guard, sums(),
           step);
-    };
-    if (update_.narrow) {
-      launch.template operator()<narrow>();
-    } else {
-      launch.template operator()<Policy>();
-    }
+    });
     SQUEEZE_CHECK_LAUNCH();
   }
 
