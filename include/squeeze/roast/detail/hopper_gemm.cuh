@@ -228,8 +228,11 @@ void launch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
 /// leaves them open (0), IN by the sign hash and the tile's extent along the output columns.
 /// Measured on the H200: clusters of 2 sharing A beat none; clusters of 4 or 8 (sharing B
 /// too) were slower, as not all of them fit on the GPU at once with 193 KiB of shared
-/// memory per block. On an H100, pairs sharing B (sm90/scheduler.cuh) beat pairs sharing A
-/// by 7-16 % at K = N = 4096, BN = 128.
+/// memory per block (30 clusters of 4 fit on 132 SMs). Where all fit (K = N = 1792 and
+/// 1920), 2 x 2 clusters, which halve each block's reads from L2, took 0.97-1.03 x the
+/// time of pairs; pairs that split each tile's reduction and added the halves through
+/// distributed shared memory took 1.17-1.30 x at 1024-2048 (2026-11-28). On an H100, pairs
+/// sharing B (sm90/scheduler.cuh) beat pairs sharing A by 7-16 % at K = N = 4096, BN = 128.
 template <class Policy, class T, class Out, pass Pass>
 void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
                           const gemm_args<T, Out>& args, cudaStream_t stream) {
