@@ -93,13 +93,13 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
     arch::cluster_wait();
     arch::wait_for_prerequisites();
     const int wg = warp / 4;
-    int done = 0;  // stages consumed before this tile
-    for (std::uint32_t ct = tiles.first(); tiles.valid(ct); ct += tiles.stride(), done += k_tiles) {
+    typename sm90::stage_ring<config>::position at{};  // the next iteration's
+    for (std::uint32_t ct = tiles.first(); tiles.valid(ct); ct += tiles.stride()) {
       std::uint32_t m0 = 0;
       std::uint32_t n0 = 0;
       tiles.origin(ct, m0, n0);
       sm90::accumulators<BN, IN> tile;
-      sm90::mainloop<config, T, Pass, IN, Signs>(ring, args.map, n0, k_tiles, done, wg, lane, tile);
+      sm90::mainloop<config, T, Pass, IN, Signs>(ring, args.map, n0, k_tiles, at, wg, lane, tile);
       sm90::store_tile<config, T, Out, Pass, IN>(tile, args, shared.staging, m0, n0, wg, warp,
                                                  lane);
     }

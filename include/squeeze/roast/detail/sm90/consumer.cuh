@@ -25,12 +25,13 @@ struct accumulators {
   bool flipped[BN / IN];
 };
 
-/// Sums this warpgroup's 64 rows of the tile at column n0 over all k_tiles stages
-/// (iterations done .. done + k_tiles - 1 of the ring), into `out` (zeroed first). `wg`:
-/// the warpgroup (0, or 1 in blocks of 128 rows).
+/// Sums this warpgroup's 64 rows of the tile at column n0 over all k_tiles stages (the ring's
+/// next k_tiles iterations from `at`, which it advances past them), into `out` (zeroed
+/// first). `wg`: the warpgroup (0, or 1 in blocks of 128 rows).
 template <class Config, class T, pass Pass, int IN, bool Signs>
 __device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, const mapping& map,
-                                             std::uint32_t n0, int k_tiles, int done, int wg,
+                                             std::uint32_t n0, int k_tiles,
+                                             typename stage_ring<Config>::position& at, int wg,
                                              int lane, accumulators<Config::block_n, IN>& out) {
   namespace arch = core::arch;
   constexpr int BN = Config::block_n;
@@ -63,8 +64,7 @@ __device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, con
   // its wgmma held up the tensor cores.
   std::uint32_t negative[Signs ? BN / IN : 1] = {};
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const int it = done + kt;
-    const int s = ring.slot(it);
+    const int s = at.stage();
     if constexpr (Signs) {
       if (kt % 32 == 0) {
         const int stage = kt + lane;
@@ -79,7 +79,7 @@ __device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, con
         }
       }
     }
-    ring.wait_full(it);
+    ring.wait_full(at);
     const std::uint32_t a_s = ring.a(s);
     const std::uint32_t b_s = ring.b(s);
     SQUEEZE_UNROLL
@@ -137,7 +137,8 @@ __device__ SQUEEZE_FORCEINLINE void mainloop(const stage_ring<Config>& ring, con
     }
     SQUEEZE_UNROLL
     for (int j = 0; j < BN / IN; ++j) arch::wgmma_fence_operands(acc[j]);
-    ring.release(it, lane);
+    ring.release(at, lane);
+    at.advance();
   }
 }
 

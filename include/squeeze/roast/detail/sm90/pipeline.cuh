@@ -5,9 +5,9 @@
 // Stage s holds A (128 rows x 128 bytes) then B (BN rows x 128 bytes). Two mbarriers guard
 // it: `full` (the producer arms it with the stage's byte count, expect-tx, and the copies
 // complete it) and `empty` (one arrival per consumer warp of both blocks of the cluster).
-// Iterations count on across the tiles a block takes: iteration `it` uses stage
-// it % stages at phase (it / stages) & 1, so the producer runs ahead into the next tile
-// while the consumers store this one.
+// Iterations count on across the tiles a block takes: iteration i uses stage i % stages at
+// phase (i / stages) & 1 (stage_ring::position), so the producer runs ahead into the next
+// tile while the consumers store this one.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,32 @@ struct stage_ring {
   std::uint32_t base;      ///< stage 0
   std::uint32_t barriers;  ///< full(0 .. stages - 1), then empty(0 .. stages - 1)
 
+  /// Where an iteration lies in the ring: its count, its stage and the parity of its lap
+  /// (iteration i: stage i % stages, lap i / stages). With a power of two of stages, stage
+  /// and lap come from the count; otherwise they advance one iteration at a time, so that no
+  /// thread divides by the stage count on its way from one stage to the next (at 6 stages,
+  /// K = N = 4096, the two divisions cost 2-4 % of the forward and dX time; stepping where
+  /// a count serves made the 8-stage forward at 1024 7-11 % slower; H200, 2026-11-28).
+  struct position {
+    static constexpr bool counted = (stages & (stages - 1)) == 0;
+    std::uint32_t count = 0;   ///< iterations so far
+    int at_stage = 0;          ///< the stage (not counted)
+    std::uint32_t at_lap = 0;  ///< the lap's parity (not counted)
+    SQUEEZE_DEVICE int stage() const {
+      return counted ? static_cast<int>(count % stages) : at_stage;
+    }
+    SQUEEZE_DEVICE std::uint32_t lap() const { return counted ? (count / stages) & 1u : at_lap; }
+    SQUEEZE_DEVICE void advance() {
+      ++count;
+      if constexpr (!counted) {
+        if (++at_stage == stages) {
+          at_stage = 0;
+          at_lap ^= 1u;
+        }
+      }
+    }
+  };
+
   SQUEEZE_DEVICE std::uint32_t full(int s) const {
     return barriers + static_cast<std::uint32_t>(s) * 8;
   }
@@ -56,7 +82,6 @@ struct stage_ring {
     return base + static_cast<std::uint32_t>(s) * Config::stage_bytes;
   }
   SQUEEZE_DEVICE std::uint32_t b(int s) const { return a(s) + Config::a_bytes; }
-  SQUEEZE_DEVICE static int slot(int it) { return it % stages; }
 
   /// One thread: initializes every barrier (then a cluster-wide barrier must follow before
   /// the peer block signals or copies into this one).
@@ -67,32 +92,35 @@ struct stage_ring {
     }
     core::arch::fence_mbarrier_init();
   }
-  /// Producer: waits until both blocks' consumers have released the stage that iteration
-  /// `it` reuses, then arms its full barrier for `bytes` of copies.
-  SQUEEZE_DEVICE void acquire(int it, std::uint32_t bytes) const {
-    const int s = slot(it);
-    if (it >= stages) core::arch::mbarrier_wait(empty(s), ((it / stages) - 1) & 1);
-    core::arch::mbarrier_arrive_expect_tx(full(s), bytes);
+  /// Producer: waits until both blocks' consumers have released the stage that the
+  /// iteration at `at` reuses (from the second lap on), then arms its full barrier for
+  /// `bytes` of copies.
+  SQUEEZE_DEVICE void acquire(const position& at, std::uint32_t bytes) const {
+    if (at.count >= static_cast<std::uint32_t>(stages))
+      core::arch::mbarrier_wait(empty(at.stage()), at.lap() ^ 1u);
+    core::arch::mbarrier_arrive_expect_tx(full(at.stage()), bytes);
   }
-  /// Consumers: waits until iteration `it`'s copies have landed.
-  SQUEEZE_DEVICE void wait_full(int it) const {
-    core::arch::mbarrier_wait(full(slot(it)), (it / stages) & 1);
+  /// Consumers: waits until the copies of the iteration at `at` have landed.
+  SQUEEZE_DEVICE void wait_full(const position& at) const {
+    core::arch::mbarrier_wait(full(at.stage()), at.lap());
   }
-  /// Producer, at the end: waits until both blocks' consumers have released the last
-  /// min(stages, issued) iterations, so every signal the peer sends this block's barriers
-  /// has landed, and every copy this block multicast into the peer has been consumed there:
-  /// the block may then leave without a cluster-wide barrier.
-  SQUEEZE_DEVICE void drain(int issued) const {
-    for (int it = issued > stages ? issued - stages : 0; it < issued; ++it) {
-      core::arch::mbarrier_wait(empty(slot(it)), (it / stages) & 1);
+  /// Producer, at the end (`next`: the position after its last iteration): waits until both
+  /// blocks' consumers have released the last min(stages, issued) iterations (as the next
+  /// lap's acquires would), so every signal the peer sends this block's barriers has landed,
+  /// and every copy this block multicast into the peer has been consumed there: the block
+  /// may then leave without a cluster-wide barrier.
+  SQUEEZE_DEVICE void drain(position next) const {
+    for (int s = 0; s < stages; ++s, next.advance()) {
+      if (next.count >= static_cast<std::uint32_t>(stages))
+        core::arch::mbarrier_wait(empty(next.stage()), next.lap() ^ 1u);
     }
   }
-  /// A consumer warp, all lanes: hands iteration `it`'s stage back to the producers of both
-  /// blocks (lane r signals block r).
-  SQUEEZE_DEVICE void release(int it, int lane) const {
+  /// A consumer warp, all lanes: hands the stage of the iteration at `at` back to the
+  /// producers of both blocks (lane r signals block r).
+  SQUEEZE_DEVICE void release(const position& at, int lane) const {
     __syncwarp();
     if (lane < Config::cluster) {
-      core::arch::mbarrier_arrive_cluster(empty(slot(it)), static_cast<std::uint32_t>(lane));
+      core::arch::mbarrier_arrive_cluster(empty(at.stage()), static_cast<std::uint32_t>(lane));
     }
   }
 };

@@ -105,8 +105,8 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
   bool cluster_ready = false;
   const std::uint32_t cy = arch::cluster_rank();
   constexpr auto pair_mask = static_cast<std::uint16_t>((1u << Config::cluster) - 1);
-  int done = 0;  // stages issued before this tile
-  for (std::uint32_t ct = tiles.first(); tiles.valid(ct); ct += tiles.stride(), done += k_tiles) {
+  typename stage_ring<Config>::position at{};  // the next iteration's (lane 0's)
+  for (std::uint32_t ct = tiles.first(); tiles.valid(ct); ct += tiles.stride()) {
     std::uint32_t m0 = 0;
     std::uint32_t n0 = 0;
     tiles.origin(ct, m0, n0);
@@ -146,9 +146,8 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
         SQUEEZE_UNROLL
         for (int i = 0; i < sources; ++i) source[i] = table[t * sources + i];
         const int kt = base + t;
-        const int it = done + kt;
-        const int s = ring.slot(it);
-        ring.acquire(it, stage_tx);
+        const int s = at.stage();
+        ring.acquire(at, stage_tx);
         const std::uint32_t full = ring.full(s);
         const std::uint32_t stage = ring.a(s);
         const std::uint32_t b_stage = ring.b(s);
@@ -204,12 +203,13 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
                                  static_cast<int>(r0), full);
           }
         }
+        at.advance();
       }
       __syncwarp();  // lane 0 has read the table before the next batch overwrites it
     }
   }
   if (!cluster_ready) arch::cluster_wait();
-  if (lane == 0) ring.drain(done);  // no block leaves while its peer may signal or read it
+  if (lane == 0) ring.drain(at);  // no block leaves while its peer may signal or read it
 }
 
 }  // namespace squeeze::roast::detail::sm90
