@@ -236,12 +236,22 @@ namespace frsz2_codec_test {
 
 constexpr int tile_batch = 3;  // reads a warp decodes together in tile_batch_kernel
 
+/// How tile_batch_kernel decodes a batch of reads.
+enum class tile_decode : int { each, single, scaled };
+const char* name_of(tile_decode d) {
+  return d == tile_decode::each     ? "decode_each"
+         : d == tile_decode::single ? "decode"
+                                    : "decode_each_scaled";
+}
+
 /// Warp w reads tiles tile_batch w .. + tile_batch - 1 of `h` by frsz2::tile_reader (V values
-/// a lane) and decodes them together by decode_each, or one by one by decode() (`single`),
-/// writing value i to out[i]; warps past the last whole batch write nothing.
+/// a lane) and decodes them together by decode_each, one by one by decode(), or together by
+/// decode_each_scaled (each value its q times its scale), writing value i to out[i]; warps
+/// past the last whole batch write nothing.
 template <class F, int V, int Threads>
 SQUEEZE_KERNEL(Threads)
-void tile_batch_kernel(frsz2::compressed_handle<F> h, std::size_t tiles, bool single, double* out) {
+void tile_batch_kernel(frsz2::compressed_handle<F> h, std::size_t tiles, tile_decode how,
+                       double* out) {
   using reader_type = frsz2::tile_reader<F, double, V>;
   const unsigned lane = threadIdx.x % 32;
   const reader_type reader{h, lane};
@@ -252,19 +262,26 @@ void tile_batch_kernel(frsz2::compressed_handle<F> h, std::size_t tiles, bool si
   auto put = [&](int k, const double(&v)[V]) {
     for (int c = 0; c < V; ++c) out[(t0 + k) * reader_type::tile_values + V * lane + c] = v[c];
   };
-  if (single) {
+  if (how == tile_decode::single) {
     for (int k = 0; k < tile_batch; ++k) {
       double v[V];
       reader.decode(raw[k], v);
       put(k, v);
     }
-  } else {
+  } else if (how == tile_decode::each) {
     reader.decode_each(raw, put);
+  } else {
+    reader.decode_each_scaled(raw, [&](int k, const double(&q)[V], double scale) {
+      double v[V];
+      // a scale of 1 (rare blocks) is not applied, so NaN keep their payload bits
+      for (int c = 0; c < V; ++c) v[c] = scale == 1.0 ? q[c] : q[c] * scale;
+      put(k, v);
+    });
   }
 }
 
-/// tile_reader's decode and decode_each on the GPU give the host reference's bits for x,
-/// encoded both ways.
+/// tile_reader's decode, decode_each and decode_each_scaled on the GPU give the host
+/// reference's bits for x, encoded both ways.
 template <class F, int V>
 void check_tile_reads(const std::vector<double>& x) {
   SCOPED_TRACE(frsz2::storage_traits<F>::name());
@@ -279,17 +296,17 @@ void check_tile_reads(const std::vector<double>& x) {
     const auto values = frsz2::decode(want);
     device_vector<F> v{x.size()};
     frsz2::compress<F>(dx.data(), x.size(), v.ref(), nullptr, mode);
-    for (const bool single : {false, true}) {
+    for (const auto how : {tile_decode::each, tile_decode::single, tile_decode::scaled}) {
       core::device_buffer<double> out{covered};
       out.fill_bytes(0xA5, nullptr);
       const auto warps = static_cast<unsigned>(tiles / tile_batch);
       tile_batch_kernel<F, V, 128><<<core::div_ceil(warps * 32u, 128u), 128>>>(
-          v.ref().data_handle(), tiles, single, out.data());
+          v.ref().data_handle(), tiles, how, out.data());
       SQUEEZE_CHECK_LAUNCH();
       const auto got = download(out, covered);
       for (std::size_t i = 0; i < covered; ++i) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(got[i]), std::bit_cast<std::uint64_t>(values[i]))
-            << (single ? "decode" : "decode_each") << ", value " << i << " of block exponent word "
+            << name_of(how) << ", value " << i << " of block exponent word "
             << want.exponents[i / F::block_size];
       }
     }

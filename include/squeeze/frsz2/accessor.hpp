@@ -464,6 +464,22 @@ struct code_run {
     }
   }
 
+  /// decode_ordinary() without the block's scale: the values are out[c] times the returned
+  /// power of two (exact), so a caller that sums or scales them can apply it once per read.
+  SQUEEZE_HOST_DEVICE static double decode_ordinary_unscaled(const raw& r, std::uint32_t r0,
+                                                             double (&out)[N]) noexcept {
+    if constexpr (tiled && F::bits == 16) {
+      decode_halves(r.words, 1.0, out);
+      return block_scale<F, F::bits - 2>(r.w);
+    } else {
+      std::uint32_t top[N];
+      top_codes(r, r0, top);
+      SQUEEZE_UNROLL
+      for (int c = 0; c < N; ++c) out[c] = decode_top(top[c], 1.0);
+      return block_scale<F, 30>(r.w);
+    }
+  }
+
   /// The values of a read: decode_ordinary(), or decode_code for blocks with infinities,
   /// NaN or Eb < 32.
   template <class Arithmetic>
@@ -784,6 +800,41 @@ class tile_reader {
       Arithmetic v[Values];
       decode(r[k], v);
       use(k, v);
+    }
+  }
+
+  /// Whether decode_each_scaled() hands out each ordinary block's values and its scale apart
+  /// (the lean path); otherwise it hands out the values with a scale of 1.
+  static constexpr bool splits_scale = lean;
+
+  /// decode_each() for a caller that can apply a read's scale once: use(k, q, scale) with
+  /// the values of read k equal to q[c] * scale (exactly: q[c] is the code's integer with its
+  /// sign, scale the block's power of two; 1 off the lean path and for rare blocks). A dot
+  /// product then takes one multiply a read instead of one a value (fp64 only, as a scale
+  /// may lie outside float's range where the values do not).
+  template <int K, class Use>
+  SQUEEZE_HOST_DEVICE void decode_each_scaled(const vector_type (&r)[K], Use&& use) const {
+    static_assert(std::is_same_v<Arithmetic, double>,
+                  "frsz2::tile_reader::decode_each_scaled: fp64 values");
+    if constexpr (lean) {
+      bool ordinary = true;
+      SQUEEZE_UNROLL
+      for (int k = 0; k < K; ++k) ordinary = ordinary & run_type::ordinary(r[k]);
+      if (ordinary) {
+        SQUEEZE_UNROLL
+        for (int k = 0; k < K; ++k) {
+          double q[Values];
+          const double scale = run_type::decode_ordinary_unscaled(r[k], run_.r0, q);
+          use(k, q, scale);
+        }
+        return;
+      }
+    }
+    SQUEEZE_UNROLL
+    for (int k = 0; k < K; ++k) {
+      double v[Values];
+      decode(r[k], v);
+      use(k, v, 1.0);
     }
   }
 
