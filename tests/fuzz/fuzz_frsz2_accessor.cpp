@@ -2,11 +2,12 @@
 // Fuzz target: FRSZ2's decoders on arbitrary exponent words and codes. For every block that
 // check_block accepts (the rules of frsz2/format.hpp), every decoder gives decode_value's bits:
 // the accessor's access() (decode_code for fp64 codes of at most 32 bits), load_vector,
-// tile_reader (4 and 8 values a thread; read by read and through decode_each), decode_at,
-// decode, and the per-code decoders the warp decoder uses (compress.cuh). validate accepts a
-// vector exactly when every block passes check_block; decode and decode_at refuse the others
-// with squeeze::format_error. A NaN is only the NaN code of a nonfinite block, with the
-// canonical bits; every other accepted code decodes to a finite value or its infinity.
+// tile_reader (4 and 8 values a thread; read by read and through decode_each and, fp64,
+// decode_each_scaled), decode_at, decode, and the per-code decoders the warp decoder uses
+// (compress.cuh). validate accepts a vector exactly when every block passes check_block;
+// decode and decode_at refuse the others with squeeze::format_error. A NaN is only the NaN
+// code of a nonfinite block, with the canonical bits; every other accepted code decodes to a
+// finite value or its infinity.
 //
 // Input: [format][flags][exponent words ...][codes or payload words ...], both parts read
 // cyclically so that every input fills a vector of 256 values (whole tiles of both readers).
@@ -220,6 +221,16 @@ void run(cyclic& exps, cyclic& codes, std::uint8_t flags) {
         check(static_cast<std::size_t>(k), got);
       });
       SQUEEZE_FUZZ_ASSERT_TRUE(calls == static_cast<int>(ntiles));
+      if constexpr (std::is_same_v<T, double>) {  // the values as q * scale
+        calls = 0;
+        reader.decode_each_scaled(raw, [&](int k, const double(&q)[V], double scale) {
+          SQUEEZE_FUZZ_ASSERT_TRUE(k == calls++);
+          double got[V];
+          for (int c = 0; c < V; ++c) got[c] = scale == 1.0 ? q[c] : q[c] * scale;
+          check(static_cast<std::size_t>(k), got);
+        });
+        SQUEEZE_FUZZ_ASSERT_TRUE(calls == static_cast<int>(ntiles));
+      }
     }
   };
   tiles(frsz2::tile_reader<F, T, 4>{h, 0});

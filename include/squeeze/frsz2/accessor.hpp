@@ -781,26 +781,7 @@ class tile_reader {
   /// 8 values: 6.9 instructions a value for l = 16 against 7.8 with a decode() per read).
   template <int K, class Use>
   SQUEEZE_HOST_DEVICE void decode_each(const vector_type (&r)[K], Use&& use) const {
-    if constexpr (lean) {
-      bool ordinary = true;
-      SQUEEZE_UNROLL
-      for (int k = 0; k < K; ++k) ordinary = ordinary & run_type::ordinary(r[k]);
-      if (ordinary) {
-        SQUEEZE_UNROLL
-        for (int k = 0; k < K; ++k) {
-          Arithmetic v[Values];
-          run_type::decode_ordinary(r[k], run_.r0, v);
-          use(k, v);
-        }
-        return;
-      }
-    }
-    SQUEEZE_UNROLL
-    for (int k = 0; k < K; ++k) {
-      Arithmetic v[Values];
-      decode(r[k], v);
-      use(k, v);
-    }
+    decode_batch<false>(r, use);
   }
 
   /// Whether decode_each_scaled() hands out each ordinary block's values and its scale apart
@@ -816,26 +797,7 @@ class tile_reader {
   SQUEEZE_HOST_DEVICE void decode_each_scaled(const vector_type (&r)[K], Use&& use) const {
     static_assert(std::is_same_v<Arithmetic, double>,
                   "frsz2::tile_reader::decode_each_scaled: fp64 values");
-    if constexpr (lean) {
-      bool ordinary = true;
-      SQUEEZE_UNROLL
-      for (int k = 0; k < K; ++k) ordinary = ordinary & run_type::ordinary(r[k]);
-      if (ordinary) {
-        SQUEEZE_UNROLL
-        for (int k = 0; k < K; ++k) {
-          double q[Values];
-          const double scale = run_type::decode_ordinary_unscaled(r[k], run_.r0, q);
-          use(k, q, scale);
-        }
-        return;
-      }
-    }
-    SQUEEZE_UNROLL
-    for (int k = 0; k < K; ++k) {
-      double v[Values];
-      decode(r[k], v);
-      use(k, v, 1.0);
-    }
+    decode_batch<true>(r, use);
   }
 
   /// The values of a read.
@@ -854,6 +816,39 @@ class tile_reader {
   }
 
  private:
+  /// decode_each (use(k, values)) or, Scaled, decode_each_scaled (use(k, q, scale)).
+  template <bool Scaled, int K, class Use>
+  SQUEEZE_HOST_DEVICE void decode_batch(const vector_type (&r)[K], Use& use) const {
+    if constexpr (lean) {
+      bool ordinary = true;
+      SQUEEZE_UNROLL
+      for (int k = 0; k < K; ++k) ordinary = ordinary & run_type::ordinary(r[k]);
+      if (ordinary) {
+        SQUEEZE_UNROLL
+        for (int k = 0; k < K; ++k) {
+          Arithmetic v[Values];
+          if constexpr (Scaled) {
+            use(k, v, run_type::decode_ordinary_unscaled(r[k], run_.r0, v));
+          } else {
+            run_type::decode_ordinary(r[k], run_.r0, v);
+            use(k, v);
+          }
+        }
+        return;
+      }
+    }
+    SQUEEZE_UNROLL
+    for (int k = 0; k < K; ++k) {
+      Arithmetic v[Values];
+      decode(r[k], v);
+      if constexpr (Scaled) {
+        use(k, v, Arithmetic{1});
+      } else {
+        use(k, v);
+      }
+    }
+  }
+
   SQUEEZE_HOST_DEVICE static run_type make_run(const data_handle_type& p, unsigned lane) noexcept {
     if constexpr (lean)
       return run_type{p, p.first + Values * lane};  // the lane's values in tile 0
