@@ -47,8 +47,10 @@
 // block exponent once, and a warp issues the loads of columns_in_flight vectors before it
 // decodes any. On short vectors several warps share a tile and split the basis vectors
 // (cb_gmres_policy::column_groups), and where that still leaves SMs without a block, each
-// warp keeps one tile instead of tiles_per_warp, so that the GPU's SMs all take part. Sums
-// are added in a fixed order, so a solve is deterministic.
+// warp keeps one tile instead of tiles_per_warp, so that the GPU's SMs all take part; for
+// 16-bit storage the kernels with more registers a thread (one block fewer an SM) run
+// wherever they need no more rounds over the tiles. Sums are added in a fixed order, so a
+// solve is deterministic.
 //
 // The pieces: the matrix in frsz2/csr.cuh, the basis storage and view in frsz2/basis.cuh,
 // the restart rules in frsz2/gmres_control.hpp, the kernels in frsz2/detail/.
@@ -141,9 +143,9 @@ struct cb_gmres_policy {
 /// 3 blocks per SM (80 registers) for 16-bit storage and 2 (up to 128) for the others.
 /// Measured on an H200 (2026-11-22, generated 108^3 matrix, ms per iteration at 2 / 3 blocks):
 /// float16 0.295 / 0.274, frsz2_16 0.365 / 0.354, but frsz2_21 0.426 / 0.444, frsz2_32 0.434 /
-/// 0.451 (their kernels spill under 80 registers), float64 0.599 / 0.596. On shorter vectors
-/// (10^5 - 10^6 rows, 2026-11-28) 2 blocks were up to 7 % faster for both 16-bit storages,
-/// and from 1.26 M rows on 3 blocks by 5-10 %.
+/// 0.451 (their kernels spill under 80 registers), float64 0.599 / 0.596. Where 2 blocks need
+/// no more rounds over the tiles than 3, cb_gmres launches the kernels built for 2
+/// (cb_gmres::shape_for).
 template <class S>
 struct default_cb_gmres_policy_sm90 : cb_gmres_policy {
   /// The architecture this entry is for (core/arch_policy.hpp).
@@ -204,6 +206,12 @@ constexpr int column_groups_of() {
 template <class P>
 struct one_tile_policy : P {
   static constexpr int tiles_per_warp = 1;
+};
+/// P with one block fewer an SM in its launch bounds, so more registers a thread (cb_gmres's
+/// kernels where that takes no more rounds over the tiles).
+template <class P>
+struct roomier_policy : P {
+  static constexpr int min_blocks_per_sm = P::min_blocks_per_sm - 1;
 };
 template <class P>
 constexpr bool policy_in_range() {
@@ -267,10 +275,10 @@ class cb_gmres {
     tiles_ = stride_ / detail::tile_rows<Basis>;
     const std::size_t max_cols = std::min<std::size_t>(Policy::max_batch, m_ + 1) + 1;
     multidot_ =
-        shape_for<detail::multidot_kernel<Basis, Policy>, detail::multidot_kernel<Basis, narrow>>(
-            max_cols * warps * sizeof(double));
+        shape_for<detail::multidot_kernel<Basis, Policy>,
+                  detail::multidot_kernel<Basis, alternate>>(max_cols * warps * sizeof(double));
     update_ =
-        shape_for<detail::update_kernel<Basis, Policy>, detail::update_kernel<Basis, narrow>>(0);
+        shape_for<detail::update_kernel<Basis, Policy>, detail::update_kernel<Basis, alternate>>(0);
 
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
@@ -413,25 +421,34 @@ class cb_gmres {
 
   static constexpr int warps = Policy::block_threads / 32;
 
-  /// The policy with one tile a warp: the kernels for vectors too short to give every SM a
-  /// block at the policy's tiles_per_warp (see shape_for); the policy itself where it keeps
-  /// one tile a warp already (16-bit storage: tiles of 256 rows).
+  /// The second kernel of each vector operation, taken where it serves better (shape_for):
+  /// where a warp keeps several tiles, the policy with one tile a warp, for vectors too short
+  /// to give every SM a block; where it keeps one (16-bit storage: tiles of 256 rows) and
+  /// the launch bounds ask for 3 or more blocks an SM, the policy with one block fewer (more
+  /// registers a thread), wherever that takes no more rounds over the tiles; otherwise the
+  /// policy itself.
   static constexpr bool has_narrow = detail::warp_tiles_of<Basis, Policy> > 1;
-  using narrow = std::conditional_t<has_narrow, detail::one_tile_policy<Policy>, Policy>;
+  static constexpr bool has_roomier = !has_narrow && Policy::min_blocks_per_sm >= 3;
+  using alternate =
+      std::conditional_t<has_narrow, detail::one_tile_policy<Policy>,
+                         std::conditional_t<has_roomier, detail::roomier_policy<Policy>, Policy>>;
 
   /// How a vector kernel covers the tiles: `groups` warps a tile (the policy's column_groups,
   /// or by the length: the most that keep the grid within the blocks that fit at once), and
   /// as many blocks as fit at once (Policy::max_blocks caps them), spread so every block gets
-  /// the same number of rounds. `narrow`: the kernel of one tile a warp (up to twice the
-  /// blocks), taken where the policy's tiles_per_warp would leave SMs without a block and one
-  /// tile a warp gives more blocks. Measured on an H200 (2026-11-28, frsz2_32, us an
+  /// the same number of rounds. `alternate`: the second kernel. One tile a warp (up to twice
+  /// the blocks) is taken where the policy's tiles_per_warp would leave SMs without a block
+  /// and one tile a warp gives more blocks. Measured on an H200 (2026-11-28, frsz2_32, us an
   /// iteration over 300 at 10 648 rows): 35.4 against 39.9 (float32 33.9); at 97 336 rows,
   /// where the wide kernel gives every SM a block, one tile a warp was slower (64.3 against
-  /// 62.3).
+  /// 62.3). One block fewer an SM is taken where it needs no more rounds than the policy's
+  /// blocks: for 16-bit storage 2 blocks were up to 7 % faster than 3 from 10^5 to 10^6 rows
+  /// (one or two rounds either way), 3 blocks 5-10 % faster from 1.26 M rows, where 2 take a
+  /// round more (H200, 2026-11-28).
   struct launch_shape {
     unsigned blocks = 1;
     int groups = 1;
-    bool narrow = false;
+    bool alternate = false;
   };
   template <auto Kernel, int TilesPerWarp>
   launch_shape shape_at(std::size_t shared_bytes) const {
@@ -447,15 +464,26 @@ class cb_gmres {
     }
     return {core::balanced_grid(tiles_, std::size_t(warps / groups * TilesPerWarp), cap), groups};
   }
-  template <auto Kernel, auto NarrowKernel>
+  /// The rounds a block of `shape` makes over the tiles (for_block_rounds).
+  template <int TilesPerWarp>
+  std::size_t rounds_of(const launch_shape& shape) const {
+    return core::div_ceil(
+        tiles_, std::size_t{shape.blocks} * std::size_t(warps / shape.groups * TilesPerWarp));
+  }
+  template <auto Kernel, auto AlternateKernel>
   launch_shape shape_for(std::size_t shared_bytes) const {
-    const launch_shape wide = shape_at<Kernel, detail::warp_tiles_of<Basis, Policy>>(shared_bytes);
+    constexpr int T = detail::warp_tiles_of<Basis, Policy>;
+    const launch_shape wide = shape_at<Kernel, T>(shared_bytes);
     if constexpr (has_narrow) {
       if (wide.blocks < static_cast<unsigned>(core::sm_count())) {
-        launch_shape n = shape_at<NarrowKernel, 1>(shared_bytes);
-        n.narrow = true;
+        launch_shape n = shape_at<AlternateKernel, 1>(shared_bytes);
+        n.alternate = true;
         if (n.blocks > wide.blocks) return n;  // not where max_blocks holds both to one grid
       }
+    } else if constexpr (has_roomier) {
+      launch_shape r = shape_at<AlternateKernel, T>(shared_bytes);
+      r.alternate = true;
+      if (rounds_of<T>(r) <= rounds_of<T>(wide)) return r;
     }
     return wide;
   }
@@ -463,8 +491,8 @@ class cb_gmres {
   /// Calls launch.template operator()<P>() with the policy whose kernel `shape` is for.
   template <class Launch>
   static void with_policy(const launch_shape& shape, Launch&& launch) {
-    if (shape.narrow) {
-      launch.template operator()<narrow>();
+    if (shape.alternate) {
+      launch.template operator()<alternate>();
     } else {
       launch.template operator()<Policy>();
     }
