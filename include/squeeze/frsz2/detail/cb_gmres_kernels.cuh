@@ -45,39 +45,26 @@ struct basis_reader {
   }
 };
 
-/// The raw reads of U basis vectors' tiles, every load issued before any is used.
-template <int U, int T, basis_storage S>
-SQUEEZE_DEVICE void read_columns(const basis_reader<S>& v, std::size_t vec0,
-                                 const std::size_t (&tiles)[T],
-                                 decltype(v.read(0, 0)) (&raw)[U * T]) {
+/// Reads U basis vectors' tiles (every load issued first), then decodes them one at a time
+/// (tile_reader::decode_each: one test for rare blocks for the batch) and hands each to
+/// use(u, k, values), or, Scaled, to use(u, k, q, scale) with the values q[c] * scale
+/// (tile_reader::decode_each_scaled): only the raw words of the batch stay live.
+template <int U, bool Scaled = false, int T, basis_storage S, class Use>
+SQUEEZE_DEVICE void warp_visit_columns(const basis_reader<S>& v, std::size_t vec0,
+                                       const std::size_t (&tiles)[T], Use&& use) {
+  decltype(v.read(0, 0)) raw[U * T];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
 #pragma unroll
     for (int k = 0; k < T; ++k) raw[u * T + k] = v.read(vec0 + u, tiles[k]);
   }
-}
-
-/// Reads U basis vectors' tiles (read_columns), then decodes them one at a time
-/// (tile_reader::decode_each: one test for rare blocks for the batch) and hands each to
-/// use(u, k, values): only the raw words of the batch stay live.
-template <int U, int T, basis_storage S, class Use>
-SQUEEZE_DEVICE void warp_visit_columns(const basis_reader<S>& v, std::size_t vec0,
-                                       const std::size_t (&tiles)[T], Use&& use) {
-  decltype(v.read(0, 0)) raw[U * T];
-  read_columns<U>(v, vec0, tiles, raw);
-  v.reader.decode_each(raw, [&](int j, const double(&b)[lane_rows<S>]) { use(j / T, j % T, b); });
-}
-
-/// warp_visit_columns for kernels that apply a read's scale once (tile_reader::
-/// decode_each_scaled): use(u, k, q, scale), the values being q[c] * scale.
-template <int U, int T, basis_storage S, class Use>
-SQUEEZE_DEVICE void warp_visit_columns_scaled(const basis_reader<S>& v, std::size_t vec0,
-                                              const std::size_t (&tiles)[T], Use&& use) {
-  decltype(v.read(0, 0)) raw[U * T];
-  read_columns<U>(v, vec0, tiles, raw);
-  v.reader.decode_each_scaled(raw, [&](int j, const double(&q)[lane_rows<S>], double scale) {
-    use(j / T, j % T, q, scale);
-  });
+  if constexpr (Scaled) {
+    v.reader.decode_each_scaled(raw, [&](int j, const double(&q)[lane_rows<S>], double scale) {
+      use(j / T, j % T, q, scale);
+    });
+  } else {
+    v.reader.decode_each(raw, [&](int j, const double(&b)[lane_rows<S>]) { use(j / T, j % T, b); });
+  }
 }
 
 /// Whether the vector kernels take S's values with the scale apart (FRSZ2's lean reads): a
@@ -231,13 +218,13 @@ SQUEEZE_DEVICE void warp_dot_columns(const basis_reader<S>& v, std::size_t vec0,
                                      double* mine) {
   double s[U] = {};
   if constexpr (scaled_reads<S>) {
-    warp_visit_columns_scaled<U>(v, vec0, tiles.at,
-                                 [&](int u, int k, const double(&q)[lane_rows<S>], double scale) {
-                                   double t = q[0] * w[k][0];
+    warp_visit_columns<U, true>(v, vec0, tiles.at,
+                                [&](int u, int k, const double(&q)[lane_rows<S>], double scale) {
+                                  double t = q[0] * w[k][0];
 #pragma unroll
-                                   for (int c = 1; c < lane_rows<S>; ++c) t += q[c] * w[k][c];
-                                   s[u] += t * scale;
-                                 });
+                                  for (int c = 1; c < lane_rows<S>; ++c) t += q[c] * w[k][c];
+                                  s[u] += t * scale;
+                                });
   } else {
     warp_visit_columns<U>(v, vec0, tiles.at, [&](int u, int k, const double(&b)[lane_rows<S>]) {
 #pragma unroll
@@ -262,12 +249,12 @@ SQUEEZE_DEVICE void warp_axpy_columns(const basis_reader<S>& v, std::size_t vec0
   if constexpr (scaled_reads<S>) {
     // cu[u] * scale is exact (a power of two; unless it underflows), so each product rounds
     // as before.
-    warp_visit_columns_scaled<U>(v, vec0, tiles.at,
-                                 [&](int u, int k, const double(&q)[lane_rows<S>], double scale) {
-                                   const double f = cu[u] * scale;
+    warp_visit_columns<U, true>(v, vec0, tiles.at,
+                                [&](int u, int k, const double(&q)[lane_rows<S>], double scale) {
+                                  const double f = cu[u] * scale;
 #pragma unroll
-                                   for (int c = 0; c < lane_rows<S>; ++c) x[k][c] += f * q[c];
-                                 });
+                                  for (int c = 0; c < lane_rows<S>; ++c) x[k][c] += f * q[c];
+                                });
   } else {
     warp_visit_columns<U>(v, vec0, tiles.at, [&](int u, int k, const double(&b)[lane_rows<S>]) {
 #pragma unroll
