@@ -23,7 +23,7 @@ struct hopper_gemm_policy {
   static constexpr int block_n = 0;
   /// Output rows per block: 128 (two consumer warpgroups) or 64 (one), or 0 for 128 unless
   /// blocks of 128 rows would give fewer than a quarter of the SMs a block (512 x 512
-  /// outputs: 32 blocks of 128 x 64 on 132 SMs). The memory pass always takes 128.
+  /// outputs: 32 blocks of 128 x 64 on 132 SMs), in every pass.
   static constexpr int block_m = 0;
   /// With block_n = 0: the share of the SMs that must get a block, in percent.
   static constexpr int fill_percent = 90;

@@ -48,7 +48,6 @@ void hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace arch = core::arch;
   using config = sm90::kernel_config<Policy, BM, BN>;
-  static_assert(Pass != pass::memory || BM == 128, "the memory pass: blocks of 128 rows");
   using sources_t = sm90::b_sources<config, T, Out, Pass>;
   extern __shared__ unsigned char smem_raw[];
   const auto shared = sm90::shared_layout<config>::at(smem_raw);
@@ -255,13 +254,13 @@ void dispatch_hopper_gemm(const dense_operand<T>& a, const dense_operand<T>& b,
   // 128, or 64 where blocks of 128 rows would give fewer than a quarter of the SMs one.
   // Measured on an H200 (bf16, batch 512, 2026-11-28): at K = N = 512 (32 blocks of
   // 128 x 64) blocks of 64 x 64 took forward 1.00 x cuBLAS against 1.09 and dX 0.96
-  // against 1.10; at 1024 (64 blocks) they were slower, 1.45 against 1.28. The memory pass
-  // takes 128 rows. A side the policy fixes keeps its value.
+  // against 1.10; at 1024 (64 blocks) they were slower, 1.45 against 1.28; the memory pass
+  // at 512 took 4.03 against 4.41 us (2026-11-28). A side the policy fixes keeps its value.
   const std::uint64_t sms = static_cast<std::uint64_t>(core::sm_count());
   const auto blocks = [&](std::uint64_t bm, std::uint64_t bn) {
     return (args.rows + bm - 1) / bm * ((args.cols - args.col0 + bn - 1) / bn);
   };
-  constexpr int fixed_m = Pass == pass::memory ? 128 : Policy::block_m;
+  constexpr int fixed_m = Policy::block_m;
   constexpr int fixed_n = Policy::block_n;
   const auto at_width = [&]<int BN>() {
     if constexpr (fixed_m != 0) {

@@ -8,7 +8,7 @@
 //   forward    Y  = X . W      b x N   K           X, K-major (TMA)         W tiles, K-major
 //   input      dX = dY . W^T   b x K   N           dY, K-major (TMA)        W tiles, MN-major
 //   memory     dW^T = dY^T . X N x K   batch       dY, MN-major (TMA)       X, MN-major (TMA)
-//                folded into dM with 8-byte reductions: dM[h + o(k, n)] += scale * g * dW
+//                folded into dM in whole lines of reductions: dM[h + o(k, n)] += scale g dW
 //
 // W's tiles are copied from M unchanged: an atom of M (8 rows n x 128 bytes of k, 128-byte
 // swizzle, mapping.hpp) is a K-major atom of B for the forward pass and an MN-major atom of

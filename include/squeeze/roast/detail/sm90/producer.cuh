@@ -175,7 +175,9 @@ __device__ SQUEEZE_FORCEINLINE void produce(const CUtensorMap& a_map, const CUte
             arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(r0),
                                            static_cast<int>(m0 + cy * 64), full, pair_mask);
           }
-        } else {  // 128 bytes of output rows x 64 reduction rows (MN-major)
+        } else if constexpr (Config::block_m == 64) {  // MN-major: 64 output rows x 64, own
+          arch::tensor_load_2d(stage, &a_map, static_cast<int>(m0), static_cast<int>(r0), full);
+        } else {  // MN-major, 128 bytes of output rows x 64 reduction rows: half of 128 rows
           arch::tensor_load_2d_multicast(stage + cy * 8192, &a_map, static_cast<int>(m0 + cy * bk),
                                          static_cast<int>(r0), full, pair_mask);
         }
