@@ -88,7 +88,8 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
 
 /// The memory pass: adds this warp's 16 rows of the tile (rows n of dW^T, columns k) to dM
 /// at each value's place in M, times the tile's scale and sign, or stores them to the fold's
-/// workspace. `staging`: the warp's 2 KiB; `warp_row0`: its first row (a multiple of 16).
+/// workspace (Store: args.workspace). `staging`: the warp's 2 KiB; `warp_row0`: its first row
+/// (a multiple of 16).
 ///
 /// The in-tile order (mapping.hpp) for 16-bit operands has 64 values of k per 128-byte atom
 /// row, so each 64-column block of this block's BN columns lies in one tile and one atom
@@ -99,7 +100,7 @@ SQUEEZE_DEVICE void store_rows_staged(unsigned char* staging, const float (&acc)
 /// sectors of 16 different lines, and L2 takes those at about 60 % of the rate of whole
 /// lines (2.1 against 3.4 TB/s on an H200). W's rows past K or columns past N have no place
 /// in M.
-template <class Config, class T, int IN>
+template <class Config, class T, int IN, bool Store>
 __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
     float* staging, const float (&acc)[Config::block_n / IN][IN / 2],
     const gemm_args<T, float>& args, std::uint32_t warp_row0, std::uint32_t n0, int lane) {
@@ -110,7 +111,6 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
   const std::uint32_t tile_k = map.tile().k;
   const std::uint32_t tile_n = map.tile().n;
   const std::uint32_t blocks_per_tile = tile_k / 64;
-  const bool store = args.workspace != nullptr;
   // Writing: the fragment puts rows lane / 4 and lane / 4 + 8 of the warp, columns
   // 8 i + 2 (lane % 4) + {0, 1} of each 8-column group i. Reading: lane l takes values
   // 4 l + 128 j (j < 4) of the atom, in row 2 j + l / 16, at k = 8 ((l % 16) / 2 ^ row)
@@ -133,7 +133,7 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
       const std::uint32_t nb = atom_row0 / tile_n;
       const std::uint32_t atom = (k64 % blocks_per_tile) * (tile_n / 8) + (atom_row0 % tile_n) / 8;
       my_base =
-          (store ? args.workspace + ((std::uint64_t{kb} * map.tiles_n() + nb) * tile_k * tile_n -
+          (Store ? args.workspace + ((std::uint64_t{kb} * map.tiles_n() + nb) * tile_k * tile_n -
                                      args.workspace_base)
                  : args.out + map.tile_offset(kb, nb)) +
           atom * 512;
@@ -158,14 +158,19 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
       float* const base = reinterpret_cast<float*>(
           __shfl_sync(full_warp_mask, reinterpret_cast<std::uintptr_t>(my_base), 2 * b + half));
       const float f = __shfl_sync(full_warp_mask, my_factor, 2 * b + half);
-      if (atom_row0 + 8 <= args.rows && (k64 + 1) * 64 <= args.cols && !store) {
+      if (atom_row0 + 8 <= args.rows && (k64 + 1) * 64 <= args.cols) {
         // The whole atom lies inside W (every atom but those on its last rows or columns):
-        // no bounds, 4 reductions a lane.
+        // no bounds, 4 reductions (or stores) a lane.
         SQUEEZE_UNROLL
         for (int j = 0; j < 4; ++j) {
           const std::uint32_t at = 4 * static_cast<std::uint32_t>(lane) + 128u * j;
           const float4 q = *reinterpret_cast<const float4*>(staging + at);
-          arch::red_add_v4(base + at, make_float4(f * q.x, f * q.y, f * q.z, f * q.w));
+          const float4 out = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
+          if constexpr (Store) {
+            *reinterpret_cast<float4*>(base + at) = out;
+          } else {
+            arch::red_add_v4(base + at, out);
+          }
         }
       } else {
         SQUEEZE_UNROLL
@@ -178,7 +183,7 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
           q = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
           float* p = base + at;
           if (k + 3 < args.cols) {
-            if (store) {
+            if constexpr (Store) {
               *reinterpret_cast<float4*>(p) = q;
             } else {
               arch::red_add_v4(p, q);
@@ -186,7 +191,7 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
           } else {
             const float part[4] = {q.x, q.y, q.z, q.w};
             for (std::uint32_t e = 0; k + e < args.cols; ++e) {
-              if (store) {
+              if constexpr (Store) {
                 p[e] = part[e];
               } else {
                 atomicAdd(p + e, part[e]);
@@ -213,8 +218,15 @@ __device__ SQUEEZE_FORCEINLINE void store_tile(const accumulators<Config::block_
   const std::uint32_t row0 = m0 + static_cast<std::uint32_t>(wg * 64 + (warp % 4) * 16 + lane / 4);
   void* const warp_staging = core::arch::shared_pointer(staging + warp * 2048);
   if constexpr (Pass == pass::memory) {
-    fold_into_memory<Config, T, IN>(static_cast<float*>(warp_staging), tile.acc, args,
-                                    row0 - lane / 4, n0, lane);
+    // A kernel folds into one of the two for all its tiles: two copies of the pass, each
+    // without the other's branch (a branch in its loop took 2-4 % at K = N = 8192).
+    if (args.workspace != nullptr) {
+      fold_into_memory<Config, T, IN, true>(static_cast<float*>(warp_staging), tile.acc, args,
+                                            row0 - lane / 4, n0, lane);
+    } else {
+      fold_into_memory<Config, T, IN, false>(static_cast<float*>(warp_staging), tile.acc, args,
+                                             row0 - lane / 4, n0, lane);
+    }
   } else {
     const float alpha = args.map.scale();
     const bool vectors =
