@@ -41,10 +41,16 @@
 //
 // Basis layout: vector i occupies values [i * stride, (i + 1) * stride) of one frsz2::array of
 // (m + 1) * stride values (m = min(restart, n)); stride = n rounded up to a tile (128 rows, 256 for
-// 16-bit storage) and to the FRSZ2 block, and the rows past n are stored zeros (w is kept zero
-// there), so the kernels read whole tiles without conditions. Every basis read goes through
-// frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load and the
-// block exponent once, and a warp issues the loads of columns_in_flight vectors before it
+// 16-bit storage) and to the FRSZ2 block, so the kernels read whole tiles without conditions.
+// The rows past n are padding that no result depends on: the kernels read w as 0 there and
+// write only rows below n. For plain storage it is zeros; for FRSZ2, zeros up to the end of
+// row n - 1's block and a positive constant in whole blocks after it, kept in w from the
+// constructor on, so that every block of the basis decodes on the common path (a block of
+// zeros takes the rare one: at 97 336 rows the warps that read the last tile made frsz2_32's
+// iteration 1.2 x float32's, where 110 592 rows, a whole number of tiles, gave 1.06 x; H200,
+// 2026-11-28). The padding stays finite after normalization: 1 / ||w|| <= 2^537. Every basis read
+// goes through frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load
+// and the block exponent once, and a warp issues the loads of columns_in_flight vectors before it
 // decodes any. On short vectors several warps share a tile and split the basis vectors
 // (cb_gmres_policy::column_groups), and where that still leaves SMs without a block, each
 // warp keeps one tile instead of tiles_per_warp, so that the GPU's SMs all take part; for
@@ -267,8 +273,8 @@ class cb_gmres {
 
     n_ = static_cast<std::size_t>(a.rows);
     m_ = std::min(static_cast<std::size_t>(options.restart), n_);  // (n steps exhaust R^n)
-    // Vectors start on tile and block boundaries; the rows past n are stored zeros, so the
-    // kernels read whole tiles without conditions.
+    // Vectors start on tile and block boundaries, so the kernels read whole tiles without
+    // conditions; the rows past n are padding (the file comment).
     constexpr std::size_t align =
         std::max<std::size_t>(detail::tile_rows<Basis>, storage_traits<Basis>::block_size);
     stride_ = core::align_up(n_, align);
@@ -283,6 +289,14 @@ class cb_gmres {
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(w_.data(), 0, stride_ * sizeof(double), stream_));
+    if constexpr (format_like<Basis>) {
+      // Whole FRSZ2 blocks past n: every byte 0x3F, i.e. the double 4.77e-4 (positive and
+      // normal, so that its blocks, once normalized, decode on the common path; zero blocks
+      // take the rare one).
+      const std::size_t filled = core::align_up(n_, std::size_t{storage_traits<Basis>::block_size});
+      SQUEEZE_CUDA_TRY(
+          cudaMemsetAsync(w_.data() + filled, 0x3F, (stride_ - filled) * sizeof(double), stream_));
+    }
     scalars_ = core::device_buffer<double>{scalar_count(), stream_};
     // fetch() copies a prefix of the scalars, slots not yet written included: zero them once
     // so that no uninitialized byte ever leaves the GPU.
@@ -512,13 +526,11 @@ class cb_gmres {
       const accessor<Basis, double> acc;
       spmv(acc, acc.offset(view().data, j * stride_), nullptr);
     }
-    multidot(count, w_.data(), stride_, true, nullptr, slot(h_offset()), slot(detail::omega2));
-    update(count, slot(h_offset()), w_.data(), stride_, detail::update_kind::first_pass, nullptr,
-           step);
+    multidot(count, w_.data(), n_, true, nullptr, slot(h_offset()), slot(detail::omega2));
+    update(count, slot(h_offset()), w_.data(), n_, detail::update_kind::first_pass, nullptr, step);
     const double* reorth = slot(detail::reorth);  // the second pass runs when it is set
-    multidot(count, w_.data(), stride_, false, reorth, slot(u_offset()), nullptr);
-    update(count, slot(u_offset()), w_.data(), stride_, detail::update_kind::reorth_pass, reorth,
-           step);
+    multidot(count, w_.data(), n_, false, reorth, slot(u_offset()), nullptr);
+    update(count, slot(u_offset()), w_.data(), n_, detail::update_kind::reorth_pass, reorth, step);
     step_done_[j % 2].record(stream_);  // the host's values are final here
     normalize_and_store(j + 1);
   }
@@ -540,7 +552,7 @@ class cb_gmres {
   /// w = b - A x and its norm (left in the final2 slot for normalize_and_store).
   double true_residual(std::span<const double> b, std::span<double> x) {
     spmv(accessor<double, double>{}, x.data(), b.data());
-    multidot(0, w_.data(), stride_, true, nullptr, nullptr, slot(detail::final2));
+    multidot(0, w_.data(), n_, true, nullptr, nullptr, slot(detail::final2));
     return std::sqrt(fetch(detail::final2 + 1)[detail::final2]);
   }
 
@@ -608,7 +620,7 @@ class cb_gmres {
   /// finite: a breakdown, whose vector the host never uses).
   void normalize_and_store(std::size_t vec) {
     basis_.store_normalized(vec * stride_, w_.data(), stride_, slot(detail::final2), stream_,
-                            options_.mode, decoded_.data());  // zeros past n
+                            options_.mode, decoded_.data());  // the padding too
   }
 
   [[nodiscard]] detail::grid_sum sums() const noexcept {
@@ -625,7 +637,7 @@ class cb_gmres {
   launch_shape multidot_;
   launch_shape update_;
   array<Basis> basis_;                    // [(m + 1) * stride]
-  core::device_buffer<double> w_;         // [stride], zeros past n
+  core::device_buffer<double> w_;         // [stride]; past n the padding (constructor)
   core::device_buffer<double> scalars_;   // [scalar_count()]
   core::device_buffer<double> partials_;  // [max_batch + 1][grid]
   core::device_buffer<unsigned> counter_;  // [1], the blocks done of the running kernel
