@@ -117,6 +117,14 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
   // + 4 (l % 2) of the 64-column block.
   const std::uint32_t put_row = static_cast<std::uint32_t>(lane) / 4;
   const std::uint32_t put_col = 2 * (static_cast<std::uint32_t>(lane) % 4);
+  // Adds q to p[0..3] (or stores it there, into the workspace).
+  const auto put4 = [](float* p, float4 q) {
+    if constexpr (Store) {
+      *reinterpret_cast<float4*>(p) = q;
+    } else {
+      arch::red_add_v4(p, q);
+    }
+  };
   // Where each of the warp's 2 x BN / 64 atoms goes and its factor (scale x sign): a hash
   // and a 64-bit product or two each, worked out once, lane j for atom j, and handed out by
   // shuffles. With every lane working out the places of its own values, the pass took 190
@@ -165,12 +173,7 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
         for (int j = 0; j < 4; ++j) {
           const std::uint32_t at = 4 * static_cast<std::uint32_t>(lane) + 128u * j;
           const float4 q = *reinterpret_cast<const float4*>(staging + at);
-          const float4 out = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
-          if constexpr (Store) {
-            *reinterpret_cast<float4*>(base + at) = out;
-          } else {
-            arch::red_add_v4(base + at, out);
-          }
+          put4(base + at, make_float4(f * q.x, f * q.y, f * q.z, f * q.w));
         }
       } else {
         SQUEEZE_UNROLL
@@ -183,11 +186,7 @@ __device__ SQUEEZE_FORCEINLINE void fold_into_memory(
           q = make_float4(f * q.x, f * q.y, f * q.z, f * q.w);
           float* p = base + at;
           if (k + 3 < args.cols) {
-            if constexpr (Store) {
-              *reinterpret_cast<float4*>(p) = q;
-            } else {
-              arch::red_add_v4(p, q);
-            }
+            put4(p, q);
           } else {
             const float part[4] = {q.x, q.y, q.z, q.w};
             for (std::uint32_t e = 0; k + e < args.cols; ++e) {
