@@ -332,9 +332,12 @@ void values_case(input& in, std::uint8_t flags) {
       const std::uint32_t eb = w & F::exponent_field;
       SQUEEZE_FUZZ_ASSERT_TRUE(((w & F::nonfinite_flag) != 0) == flagged &&
                                (w & F::reserved_bits) == 0);
-      SQUEEZE_FUZZ_ASSERT_TRUE(flagged ? eb == emax + 1
-                                       : eb == emax ||
-                                             (mode == frsz2::rounding::nearest && eb == emax + 1));
+      // Eb: emax + 1 with the flag; zero_block_exponent for zeros only; else emax, or emax + 1
+      // when rounding to nearest carries.
+      SQUEEZE_FUZZ_ASSERT_TRUE(
+          flagged     ? eb == emax + 1
+          : emax == 0 ? eb == F::zero_block_exponent
+                      : eb == emax || (mode == frsz2::rounding::nearest && eb == emax + 1));
       const long double ulp = std::ldexp(1.0L, static_cast<int>(eb) - F::bias - (F::bits - 2));
       for (std::size_t i = first; i < last; ++i) {
         SQUEEZE_FUZZ_ASSERT_TRUE(bits<F>(frsz2::decode_at(v, i)) == bits<F>(y[i]));

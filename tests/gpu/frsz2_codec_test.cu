@@ -152,7 +152,8 @@ namespace frsz2_codec_test {
 
 /// Blocks of 32 values whose largest biased exponent is each of `exponents`, with and
 /// without a rounding carry (a block maximum of 2 - epsilon rounds up to the next power of
-/// two at every l the fast paths take), both signs, zeros and subnormals in the blocks.
+/// two at every l the fast paths take), both signs, zeros and subnormals in the blocks; an
+/// exponent of 0 gives blocks of zeros of both signs (stored with zero_block_exponent).
 template <class T>
 std::vector<T> edge_blocks(std::initializer_list<int> exponents, std::uint64_t seed) {
   constexpr int bias = std::is_same_v<T, double> ? 1023 : 127;
@@ -166,6 +167,7 @@ std::vector<T> edge_blocks(std::initializer_list<int> exponents, std::uint64_t s
         const int e = k == 5 ? eb : eb - static_cast<int>(rng() % 40);
         // e < 1: a subnormal (2^-1035 in fp64, 2^-139 in fp32)
         T v = std::ldexp(m, e >= 1 ? e - bias : 1 - bias - 13);
+        if (eb == 0) v = T{0};
         if (k % 3 == 1) v = -v;
         if (k == 7) v = carry ? T{-0.0} : T{0};
         x.push_back(v);
@@ -203,11 +205,11 @@ void check_edges(const std::vector<typename F::float_type>& x) {
 }  // namespace frsz2_codec_test
 
 // Block exponents at the edges of the compressor's exact fp64 path ([32, 2044]) and just
-// outside it.
+// outside it, and blocks of zeros.
 TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
   SQUEEZE_REQUIRE_GPU();
-  const auto x =
-      edge_blocks<double>({1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}, 99);
+  const auto x = edge_blocks<double>(
+      {0, 1, 2, 30, 31, 32, 33, 34, 63, 1023, 2042, 2043, 2044, 2045, 2046}, 99);
   check_edges<frsz2::format<2>>(x);
   check_edges<frsz2::format<8>>(x);
   check_edges<frsz2::format<16>>(x);
@@ -220,7 +222,8 @@ TEST(Frsz2Gpu, CompressionExponentEdgesAndCarries) {
 // l = 2) and just outside.
 TEST(Frsz2Gpu, FloatExponentEdgesAndCarries) {
   SQUEEZE_REQUIRE_GPU();
-  const auto x = edge_blocks<float>({1, 2, 30, 31, 32, 33, 34, 127, 200, 251, 252, 253, 254}, 98);
+  const auto x =
+      edge_blocks<float>({0, 1, 2, 30, 31, 32, 33, 34, 127, 200, 251, 252, 253, 254}, 98);
   check_edges<frsz2::format<2, float>>(x);
   check_edges<frsz2::format<3, float>>(x);
   check_edges<frsz2::format<8, float>>(x);
@@ -325,7 +328,7 @@ TEST(Frsz2Gpu, TileReadsMatchTheHost) {
   std::vector<double> edges;
   while (edges.size() < 6 * 256) {
     const auto part =
-        edge_blocks<double>({1, 2, 30, 31, 32, 33, 1023, 2045, 2046}, 53 + edges.size());
+        edge_blocks<double>({0, 1, 2, 30, 31, 32, 33, 1023, 2045, 2046}, 53 + edges.size());
     edges.insert(edges.end(), part.begin(), part.end());
   }
   const std::vector<double>* const sets[] = {&random, &plain, &edges};
@@ -472,13 +475,17 @@ TEST(Frsz2Gpu, ArrayStoresEveryStorage) {
 
 // The decoded copy store_normalized writes comes from the codes in registers, never read
 // back: bit for bit what load() and the host decoder give, on values with infinities, NaN,
-// signed zeros and tiny blocks, in vectors long enough for the unrolled kernel (8 tiles a
-// warp) and short ones, for blocks built by shuffles and blocks built in shared memory.
+// signed zeros, blocks of zeros and tiny blocks, in vectors long enough for the unrolled
+// kernel (8 tiles a warp) and short ones, for blocks built by shuffles and blocks built in
+// shared memory.
 template <class F>
 void check_decoded_copy(std::size_t n, std::uint64_t seed) {
   using T = typename F::float_type;
   SCOPED_TRACE(frsz2::storage_traits<F>::name() + (" n " + std::to_string(n)));
-  const auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
+  auto x = squeeze::test::frsz2_values<T>(n, seed, /*specials=*/true);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i / 32 % 7 == 3) x[i] = i % 3 == 1 ? T{-0.0} : T{0};  // every 7th run of 32: zeros
+  }
   const auto dx = upload(x);
   const auto one = upload(std::vector<double>{1.0});  // x / 1 is x, NaN and infinities too
   const auto [loaded, copy] = store_normalized_and_load<F>(dx, n, one.data());

@@ -191,6 +191,49 @@ TEST(Frsz2Format, ZerosRoundTripWithTheirSign) {
   for (const double v : frsz2::decode(all_zero)) EXPECT_EQ(std::bit_cast<std::uint64_t>(v), 0u);
 }
 
+namespace {
+
+/// Blocks of zeros (both signs) take Eb = zero_block_exponent, the smallest the accessor's
+/// fast paths decode, and decode to zeros of their sign; a block with one subnormal, or with
+/// an infinity among zeros, keeps the exponent of its values.
+template <class F>
+void check_zero_blocks() {
+  using T = typename F::float_type;
+  using B = typename F::bits_type;
+  SCOPED_TRACE(F::bits);
+  constexpr std::size_t bs = F::block_size;
+  std::vector<T> x(4 * bs, T{0});
+  for (std::size_t i = 0; i < bs; ++i) x[bs + i] = i % 3 == 1 ? T{-0.0} : T{0};  // block 1
+  x[2 * bs + 1] = std::numeric_limits<T>::denorm_min();                          // block 2
+  x[3 * bs + 2] = -std::numeric_limits<T>::infinity();                           // block 3
+  for (const auto mode : {rounding::nearest, rounding::truncate}) {
+    const auto v = frsz2::encode<F>(x, mode);
+    EXPECT_EQ(v.exponents[0], F::zero_block_exponent);
+    EXPECT_EQ(v.exponents[1], F::zero_block_exponent);
+    EXPECT_EQ(v.exponents[2], 1u);  // a subnormal's exponent
+    EXPECT_EQ(v.exponents[3], F::nonfinite_flag | 1u);
+    const auto y = frsz2::decode(v);
+    for (std::size_t i = 0; i < 2 * bs; ++i) {
+      ASSERT_EQ(std::bit_cast<B>(y[i]), std::bit_cast<B>(x[i])) << "value " << i;
+    }
+    EXPECT_EQ(frsz2::decode(frsz2::encode<F>(y, mode)), y);  // values, compared as numbers
+  }
+}
+
+}  // namespace
+
+TEST(Frsz2Format, BlocksOfZerosTakeAnOrdinaryExponent) {
+  static_assert(frsz2::format<16>::zero_block_exponent == 32);
+  check_zero_blocks<frsz2::format<2>>();
+  check_zero_blocks<frsz2::format<16>>();
+  check_zero_blocks<frsz2::format<21>>();
+  check_zero_blocks<frsz2::format<32>>();
+  check_zero_blocks<frsz2::format<64>>();
+  check_zero_blocks<frsz2::format<21, double, 8>>();
+  check_zero_blocks<frsz2::format<8, float>>();
+  check_zero_blocks<frsz2::format<32, float>>();
+}
+
 TEST(Frsz2Format, SubnormalsRoundTrip) {
   using F = frsz2::format<64>;
   const double tiny = std::numeric_limits<double>::denorm_min();

@@ -32,8 +32,8 @@
 // code is moved to the top of a 32-bit word (sign at bit 31), the word without its sign
 // (q << (32 - l)) is converted exactly to double and multiplied by the block's power of
 // two 2^(Eb - bias - 30), and the sign is ORed in. Blocks with an infinity or NaN, or with
-// Eb < 32 (values below 2^-990, where that power of two nears the subnormals), take
-// decode_code instead.
+// Eb < 32 (nonzero values all below 2^-990, where that power of two nears the subnormals;
+// the encoder gives a block of zeros Eb = 32), take decode_code instead.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -42,13 +42,9 @@
 // Basis layout: vector i occupies values [i * stride, (i + 1) * stride) of one frsz2::array of
 // (m + 1) * stride values (m = min(restart, n)); stride = n rounded up to a tile (128 rows, 256 for
 // 16-bit storage) and to the FRSZ2 block, so the kernels read whole tiles without conditions.
-// The rows past n are padding that no result depends on: the kernels read w as 0 there and
-// write only rows below n. For plain storage it is zeros; for FRSZ2, zeros up to the end of
-// row n - 1's block and a positive constant in whole blocks after it, kept in w from the
-// constructor on, so that every block of the basis decodes on the common path (a block of
-// zeros takes the rare one: at 97 336 rows the warps that read the last tile made frsz2_32's
-// iteration 1.2 x float32's, where 110 592 rows, a whole number of tiles, gave 1.06 x; H200,
-// 2026-11-28). The padding stays finite after normalization: 1 / ||w|| <= 2^537. Every basis read
+// The rows past n are padding that no result depends on: zeros (the kernels read w as 0
+// there and write only rows below n; FRSZ2 gives whole blocks of zeros an ordinary exponent,
+// frsz2/format.hpp, so they decode on the common path like every other block). Every basis read
 // goes through frsz2::tile_reader: a thread reads 4 (or 8) consecutive rows with one vector load
 // and the block exponent once, and a warp issues the loads of columns_in_flight vectors before it
 // decodes any. On short vectors several warps share a tile and split the basis vectors
@@ -289,14 +285,6 @@ class cb_gmres {
     basis_ = array<Basis>{(m_ + 1) * stride_, stream_};
     w_ = core::device_buffer<double>{stride_, stream_};
     SQUEEZE_CUDA_TRY(cudaMemsetAsync(w_.data(), 0, stride_ * sizeof(double), stream_));
-    if constexpr (format_like<Basis>) {
-      // Whole FRSZ2 blocks past n: every byte 0x3F, i.e. the double 4.77e-4 (positive and
-      // normal, so that its blocks, once normalized, decode on the common path; zero blocks
-      // take the rare one).
-      const std::size_t filled = core::align_up(n_, std::size_t{storage_traits<Basis>::block_size});
-      SQUEEZE_CUDA_TRY(
-          cudaMemsetAsync(w_.data() + filled, 0x3F, (stride_ - filled) * sizeof(double), stream_));
-    }
     scalars_ = core::device_buffer<double>{scalar_count(), stream_};
     // fetch() copies a prefix of the scalars, slots not yet written included: zero them once
     // so that no uninitialized byte ever leaves the GPU.
@@ -637,7 +625,7 @@ class cb_gmres {
   launch_shape multidot_;
   launch_shape update_;
   array<Basis> basis_;                    // [(m + 1) * stride]
-  core::device_buffer<double> w_;         // [stride]; past n the padding (constructor)
+  core::device_buffer<double> w_;         // [stride]; zeros past n
   core::device_buffer<double> scalars_;   // [scalar_count()]
   core::device_buffer<double> partials_;  // [max_batch + 1][grid]
   core::device_buffer<unsigned> counter_;  // [1], the blocks done of the running kernel

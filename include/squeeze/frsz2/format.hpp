@@ -28,7 +28,10 @@
 //      `truncate` drops the bits below (as the original FRSZ2 does); `nearest` rounds to
 //      nearest, ties away from zero.
 //   3. Eb = emax, or emax + 1 when rounding carries a value of the block out of l - 1 bits
-//      (so every code fits and the rounding bound holds for every value).
+//      (so every code fits and the rounding bound holds for every value). A block of zeros
+//      (emax = 0) takes Eb = 32 (zero_block_exponent): its codes are q = 0 whatever Eb is,
+//      and 32 is the smallest Eb that the accessor's fast paths decode, so zero regions and
+//      zero padding read as fast as other blocks.
 // Decoding a code: sign and q, the leading one of q by count-leading-zeros, then the IEEE
 // value built with integer operations. Random access: value i needs its block's exponent
 // word and the one to three payload words that hold code i % BS.
@@ -81,8 +84,8 @@
 // to decode(v) bit for bit in every block with Eb >= 1 without the nonfinite flag, and in
 // every nonfinite block with Eb >= 2 whose finite codes all have q < 2^(l-2). (The encoder
 // gives a block its values' largest exponent, counting subnormals as 1, plus one when the
-// block is nonfinite: a block outside these cases re-encodes with a coarser Eb and may lose
-// a last bit.)
+// block is nonfinite, and 32 when it holds zeros only: a block outside these cases
+// re-encodes with a coarser Eb and may lose a last bit.)
 #pragma once
 
 #include <algorithm>
@@ -155,6 +158,9 @@ struct format {
   static constexpr std::uint16_t nonfinite_flag = 0x8000;  ///< exponent word: bit 15
   static constexpr std::uint16_t reserved_bits = 0x7000;   ///< bits 12..14: must be 0
   static constexpr std::uint16_t exponent_field = 0x0fff;  ///< exponent word: Eb, bits 0..11
+  /// Eb of a block of zeros: the smallest that the accessor's fast paths decode (codes are
+  /// q = 0 at any Eb).
+  static constexpr std::uint16_t zero_block_exponent = 32;
   static constexpr bits_type q_max = (bits_type{1} << (Bits - 1)) - 1;  ///< largest magnitude
   static constexpr bits_type sign_bit = bits_type{1} << (Bits - 1);     ///< a code's sign
   /// The largest q of a finite code at Eb = exponent_all_ones: 2^(l-2) - 1.
@@ -273,10 +279,12 @@ SQUEEZE_HOST_DEVICE constexpr typename F::bits_type finite_cap(std::uint16_t w) 
 }
 
 /// A block's exponent word from the largest value_exponent of its finite values, whether
-/// it holds an infinity or NaN, and whether rounding at emax carries out of l - 1 bits.
+/// it holds an infinity or NaN, and whether rounding at emax carries out of l - 1 bits
+/// (zero_block_exponent for a block of zeros).
 template <format_like F>
 SQUEEZE_HOST_DEVICE constexpr std::uint16_t exponent_word(std::uint32_t emax, bool nonfinite,
                                                           bool carries) noexcept {
+  if (emax == 0 && !nonfinite) return F::zero_block_exponent;  // zeros only: never carries
   const std::uint32_t eb = emax + ((nonfinite || carries) ? 1u : 0u);
   return static_cast<std::uint16_t>(eb | (nonfinite ? F::nonfinite_flag : 0u));
 }

@@ -18,7 +18,8 @@
 // with Eb + 1 (rare: a block whose largest value rounds up to the next power of two). fp32
 // blocks with their largest exponent in [32, 253] do the same in float (every block of
 // gradients; for coll's wire codec), and their decode converts q in double and cuts it to
-// float toward zero, which is the reference decoder's truncation.
+// float toward zero, which is the reference decoder's truncation. A block of zeros, found on
+// the general path, stores its signs alone with Eb = zero_block_exponent.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -172,6 +173,16 @@ class warp_compressor {
     const unsigned group_mask =
         group == 32 ? full_warp_mask : (((1u << group) - 1u) << (lane / group * group));
     const bool block_nonfinite = (__ballot_sync(full_warp_mask, nonfinite) & group_mask) != 0;
+    if constexpr (by_shuffles) {
+      if (emax == 0 && !block_nonfinite) {  // a block of zeros: each code is its sign alone
+        const auto code = static_cast<std::uint32_t>(
+            (core::bit_cast<B>(v[0]) >> (8 * sizeof(B) - 1)) << (F::bits - 1));
+        constexpr std::uint16_t w = F::zero_block_exponent;
+        if constexpr (Keep) stored[0] = stored_value(code, w);
+        store_block(code, w, tile, out, store_exponent);
+        return w;
+      }
+    }
     bool carry = false;
     if (mode == rounding::nearest) {
 #pragma unroll
