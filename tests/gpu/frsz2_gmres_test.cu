@@ -405,10 +405,9 @@ TEST(CbGmres, RepeatedSolvesAreBitwiseIdentical) {
   EXPECT_EQ(std::memcmp(once.x.data(), twice.x.data(), once.x.size() * sizeof(double)), 0);
 }
 
-/// With A scaled by 2^k the Arnoldi basis is the same and x scales by 2^-k. At 12^3 rows
-/// (13.5 tiles of 128) FRSZ2 bases end in whole blocks of padding, which normalization scales
-/// by 1 / ||w||: they must stay finite (the kernels multiply them by w's zeros there) at
-/// either end of the range, and no storage may take more steps.
+/// With A scaled by 2^k the Arnoldi basis is the same and x scales by 2^-k: every storage
+/// takes the same steps and returns x times 2^-k (at 12^3 rows, 13.5 tiles of 128, FRSZ2
+/// bases end in whole blocks of zero padding).
 template <class Basis>
 void expect_scale_invariant(const problem& p, const frsz2::cb_gmres_options& o, const char* what) {
   const gpu_solution s = solve_on_gpu<Basis>(p, o);

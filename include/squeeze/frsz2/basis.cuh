@@ -20,8 +20,7 @@ template <class S>
 concept basis_storage = plain_storage<S> || fp64_format<S>;
 
 /// The basis as kernels see it: vector i is values [i * stride, i * stride + stride) of the
-/// accessor handle `data` (stride a multiple of 128; the values past n are padding, which
-/// frsz2/cb_gmres.cuh describes).
+/// accessor handle `data` (stride a multiple of 128; the values past n are stored zeros).
 template <basis_storage S>
 struct basis_ref {
   typename accessor<S, double>::data_handle_type data{};  ///< vector 0's first value
